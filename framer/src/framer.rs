@@ -1,0 +1,385 @@
+//! The incremental framer: newline-delimited messages, a byte limit checked
+//! before anything is parsed, and recovery at the next newline.
+
+use alloc::vec::Vec;
+
+use crate::config::Config;
+use crate::event::{Envelope, Event, Frame, JsonError, JsonErrorKind};
+use crate::json::Validator;
+use crate::stats::Stats;
+use crate::utf8::Utf8Stream;
+
+/// What the framer knows about the line it is in the middle of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Line {
+    /// Nothing but whitespace so far (or nothing at all): not yet classified.
+    Undecided,
+    /// Starts like JSON: checked for UTF-8 (and validated) as it arrives.
+    Json,
+    /// Does not start like JSON: a stray log line, kept only to hand it out.
+    Text,
+    /// Rejected: counting bytes until the newline, keeping none of them.
+    /// This is the recovery state: the stream is resynchronised at the next
+    /// `\n` without ever buffering the bad line.
+    Discarding(Rejection),
+}
+
+/// Why a line is being discarded, for the counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rejection {
+    Oversize,
+    Malformed,
+}
+
+/// An incremental framer for newline-delimited JSON-RPC (MCP's stdio
+/// transport).
+///
+/// Push chunks of any size, split anywhere; receive [`Event`]s. It holds at
+/// most [`Config::max_frame_bytes`] bytes of an unfinished line, whatever the
+/// input.
+///
+/// ```
+/// use drainpipe_framer::{Config, Event, Framer};
+///
+/// let mut framer = Framer::new(Config::default().with_max_frame_bytes(64));
+/// let mut frames = Vec::new();
+/// for chunk in [&b"{\"jsonrpc\":\"2.0\",\"id\":1,\"res"[..], b"ult\":{}}\nServer started\n"] {
+///     framer.push(chunk, |event| match event {
+///         Event::Frame(frame) => frames.push(frame.bytes.to_vec()),
+///         Event::NotProtocol { line, .. } => assert_eq!(line, b"Server started"),
+///         other => panic!("unexpected {other:?}"),
+///     });
+/// }
+/// assert_eq!(frames, [br#"{"jsonrpc":"2.0","id":1,"result":{}}"#.to_vec()]);
+/// ```
+#[derive(Debug)]
+pub struct Framer {
+    config: Config,
+    line: Line,
+    /// Stream offset of the next byte to be pushed.
+    pos: u64,
+    /// Stream offset of the current line's first byte.
+    line_start: u64,
+    /// Bytes of the current line so far, without the newline: what a
+    /// rejected line's [`Event::Discarded`] reports.
+    line_len: u64,
+    /// Bytes of the current line that count against the limit (a `\r` that
+    /// may turn out to precede the newline is not counted until it is
+    /// followed by something else).
+    content_len: usize,
+    /// The last byte so far was a `\r` that has not been counted, buffered or
+    /// validated yet: if the newline follows it is not part of the message.
+    cr_held: bool,
+    /// The unfinished line, when it spans chunks. Never longer than
+    /// `max_frame_bytes`: this is the memory bound.
+    buf: Vec<u8>,
+    utf8: Utf8Stream,
+    validator: Validator,
+    stats: Stats,
+}
+
+/// The `\r` released into a line when something follows it.
+const CR: &[u8] = b"\r";
+
+impl Framer {
+    /// A framer with the given limits. Allocates nothing until a message spans
+    /// chunks.
+    pub fn new(config: Config) -> Self {
+        Framer {
+            config,
+            line: Line::Undecided,
+            pos: 0,
+            line_start: 0,
+            line_len: 0,
+            content_len: 0,
+            cr_held: false,
+            buf: Vec::new(),
+            utf8: Utf8Stream::default(),
+            validator: Validator::new(config.max_depth()),
+            stats: Stats::default(),
+        }
+    }
+
+    /// The limits this framer was built with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counters since creation or the last [`Framer::reset`].
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Bytes currently held for an unfinished line (at most
+    /// `max_frame_bytes`).
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Stream offset of the next byte: the number of bytes pushed since
+    /// creation or the last reset.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Forgets the stream: any unfinished line is dropped without an event,
+    /// counters and offsets start again from zero. Allocations are kept.
+    pub fn reset(&mut self) {
+        self.pos = 0;
+        self.stats = Stats::default();
+        self.start_line(0);
+    }
+
+    /// Pushes the next chunk of the stream and calls `on_event` for each
+    /// event, in stream order. Every byte of `chunk` is consumed.
+    ///
+    /// Frames that lie inside `chunk` borrow it (no copy); a frame that
+    /// spanned chunks borrows the framer's buffer, assembled once.
+    pub fn push<F: FnMut(Event<'_>)>(&mut self, chunk: &[u8], mut on_event: F) {
+        self.stats.bytes_in += chunk.len() as u64;
+        let mut at = 0;
+        while at < chunk.len() {
+            let rest = &chunk[at..];
+            match memchr::memchr(b'\n', rest) {
+                Some(newline) => {
+                    self.feed(chunk, at, newline, true, &mut on_event);
+                    self.pos += newline as u64 + 1;
+                    at += newline + 1;
+                    self.start_line(self.pos);
+                }
+                None => {
+                    self.feed(chunk, at, rest.len(), false, &mut on_event);
+                    self.pos += rest.len() as u64;
+                    at = chunk.len();
+                }
+            }
+        }
+    }
+
+    /// Ends the stream. An unfinished line is reported as
+    /// [`Event::Truncated`] (or, if it was being discarded, as the
+    /// [`Event::Discarded`] that ends it). The framer is then ready for a new
+    /// stream; offsets and counters continue.
+    pub fn finish<F: FnMut(Event<'_>)>(&mut self, mut on_event: F) {
+        let offset = self.line_start;
+        let len = self.line_len;
+        match self.line {
+            Line::Discarding(why) => {
+                self.count_dropped(why);
+                on_event(Event::Discarded { offset, len, at_eof: true });
+            }
+            Line::Undecided if self.content_len == 0 && !self.cr_held => {}
+            Line::Undecided => self.stats.blank_lines += 1,
+            Line::Json | Line::Text => {
+                self.stats.truncated += 1;
+                let envelope = if self.line == Line::Json && self.config.json_validation() {
+                    self.validator.envelope()
+                } else {
+                    Envelope::default()
+                };
+                on_event(Event::Truncated { offset, len, envelope });
+            }
+        }
+        self.start_line(self.pos);
+    }
+
+    fn start_line(&mut self, offset: u64) {
+        self.line = Line::Undecided;
+        self.line_start = offset;
+        self.line_len = 0;
+        self.content_len = 0;
+        self.cr_held = false;
+        self.buf.clear();
+        self.utf8 = Utf8Stream::default();
+        self.validator.reset();
+    }
+
+    /// Takes `chunk[from..from + len]`, the next piece of the current line;
+    /// `last` says whether a newline follows it.
+    fn feed<F: FnMut(Event<'_>)>(
+        &mut self,
+        chunk: &[u8],
+        from: usize,
+        len: usize,
+        last: bool,
+        on_event: &mut F,
+    ) {
+        let mut piece = &chunk[from..from + len];
+        self.line_len += len as u64;
+        if let Line::Discarding(_) = self.line {
+            if last {
+                self.end_discard(on_event);
+            }
+            return;
+        }
+        // A held `\r` followed by more bytes was content after all.
+        if self.cr_held && !piece.is_empty() {
+            self.cr_held = false;
+            if !self.take(CR, on_event) {
+                if last {
+                    self.end_discard(on_event);
+                }
+                return;
+            }
+            self.buf.push(b'\r');
+        }
+        if let [body @ .., b'\r'] = piece {
+            // Hold a trailing `\r` back: if the newline follows, it is not
+            // part of the message and does not count against the limit.
+            piece = body;
+            self.cr_held = true;
+        }
+        let in_chunk_from = if self.buf.is_empty() && self.content_len == 0 { Some(from) } else { None };
+        if !self.take(piece, on_event) {
+            if last {
+                self.end_discard(on_event);
+            }
+            return;
+        }
+        if last {
+            self.end_line(piece, in_chunk_from, on_event);
+        } else if !piece.is_empty() {
+            self.buf.extend_from_slice(piece);
+            self.note_buffered();
+        }
+    }
+
+    fn note_buffered(&mut self) {
+        let held = self.buf.len() as u64;
+        if held > self.stats.buffered_high_water {
+            self.stats.buffered_high_water = held;
+        }
+    }
+
+    /// Counts, classifies and checks `piece` as content of the current line.
+    /// Returns `false` if the line was rejected (the caller stops and
+    /// discards). Does not buffer.
+    fn take<F: FnMut(Event<'_>)>(&mut self, piece: &[u8], on_event: &mut F) -> bool {
+        let room = self.config.max_frame_bytes() - self.content_len;
+        let (allowed, over) = if piece.len() > room { (&piece[..room], true) } else { (piece, false) };
+        if self.line == Line::Undecided {
+            if let Some(first) = allowed.iter().position(|&b| !matches!(b, b' ' | b'\t' | b'\r')) {
+                self.line = if matches!(allowed[first], b'{' | b'[' | b'"') { Line::Json } else { Line::Text };
+                // Whitespace already taken was not fed to the validator:
+                // keep its error offsets relative to the line start.
+                self.validator.skip(self.content_len);
+            }
+        }
+        if self.line == Line::Json {
+            if let Err(error) = self.check(allowed) {
+                self.reject_malformed(error, on_event);
+                return false;
+            }
+        }
+        self.content_len += allowed.len();
+        if over {
+            self.stats.oversize += 1;
+            let envelope = if self.line == Line::Json && self.config.json_validation() {
+                self.validator.envelope()
+            } else {
+                Envelope::default()
+            };
+            on_event(Event::Oversize {
+                offset: self.line_start,
+                looks_like_json: self.line == Line::Json,
+                envelope,
+            });
+            self.discard(Rejection::Oversize);
+            return false;
+        }
+        true
+    }
+
+    /// UTF-8 and (if on) JSON checks of the next content bytes of a JSON line.
+    ///
+    /// The validator only ever sees bytes already confirmed as UTF-8, so
+    /// which error is reported first does not depend on where chunks split.
+    fn check(&mut self, piece: &[u8]) -> Result<(), JsonError> {
+        let validate = self.config.json_validation();
+        let validator = &mut self.validator;
+        let mut confirmed = self.content_len - self.utf8.held();
+        let utf8 = self.utf8.feed(piece, |valid| {
+            confirmed += valid.len();
+            if validate { validator.feed(valid) } else { Ok(()) }
+        })?;
+        utf8.map_err(|()| JsonError { kind: JsonErrorKind::InvalidUtf8, at: confirmed as u64 })
+    }
+
+    fn reject_malformed<F: FnMut(Event<'_>)>(&mut self, error: JsonError, on_event: &mut F) {
+        self.stats.malformed += 1;
+        let envelope =
+            if self.config.json_validation() { self.validator.envelope() } else { Envelope::default() };
+        on_event(Event::Malformed { offset: self.line_start, error, envelope });
+        self.discard(Rejection::Malformed);
+    }
+
+    fn discard(&mut self, why: Rejection) {
+        self.line = Line::Discarding(why);
+        self.buf.clear();
+        self.cr_held = false;
+    }
+
+    fn end_discard<F: FnMut(Event<'_>)>(&mut self, on_event: &mut F) {
+        if let Line::Discarding(why) = self.line {
+            self.count_dropped(why);
+        }
+        on_event(Event::Discarded { offset: self.line_start, len: self.line_len, at_eof: false });
+    }
+
+    fn count_dropped(&mut self, why: Rejection) {
+        match why {
+            Rejection::Oversize => self.stats.oversize_bytes_dropped += self.line_len,
+            Rejection::Malformed => self.stats.malformed_bytes_dropped += self.line_len,
+        }
+    }
+
+    /// The newline came: hand out the line as whatever it turned out to be.
+    fn end_line<F: FnMut(Event<'_>)>(
+        &mut self,
+        last_piece: &[u8],
+        in_chunk_from: Option<usize>,
+        on_event: &mut F,
+    ) {
+        let offset = self.line_start;
+        if self.line == Line::Undecided {
+            self.stats.blank_lines += 1;
+            return;
+        }
+        if self.line == Line::Json {
+            let complete = if self.utf8.held() > 0 {
+                let at = self.content_len - self.utf8.held();
+                Err(JsonError { kind: JsonErrorKind::InvalidUtf8, at: at as u64 })
+            } else if self.config.json_validation() {
+                self.validator.finish()
+            } else {
+                Ok(())
+            };
+            if let Err(error) = complete {
+                self.reject_malformed(error, on_event);
+                self.end_discard(on_event);
+                return;
+            }
+        }
+        let bytes: &[u8] = match in_chunk_from {
+            Some(_) => last_piece,
+            None => {
+                self.buf.extend_from_slice(last_piece);
+                self.note_buffered();
+                &self.buf
+            }
+        };
+        if self.line == Line::Text {
+            self.stats.not_protocol += 1;
+            on_event(Event::NotProtocol { offset, line: bytes });
+            return;
+        }
+        self.stats.frames += 1;
+        let len = bytes.len() as u64;
+        if len > self.stats.largest_frame {
+            self.stats.largest_frame = len;
+        }
+        let envelope =
+            if self.config.json_validation() { self.validator.envelope() } else { Envelope::default() };
+        on_event(Event::Frame(Frame { bytes, offset, chunk_start: in_chunk_from, envelope }));
+    }
+}

@@ -1,0 +1,75 @@
+//! Owned copies of [`Event`]s and [`Envelope`]s, for hosts that hand
+//! messages to other threads or tasks, and for comparing runs in tests.
+//! Each variant and field means what its borrowed counterpart means.
+#![allow(missing_docs)]
+
+use alloc::vec::Vec;
+
+use crate::{Envelope, Event, Id, JsonError};
+
+/// An [`Id`] that owns its bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OwnedId {
+    Number(Vec<u8>),
+    String(Vec<u8>),
+    Null,
+}
+
+/// An [`Envelope`] that owns its bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnedEnvelope {
+    pub jsonrpc: Option<Vec<u8>>,
+    pub id: Option<OwnedId>,
+    pub method: Option<Vec<u8>>,
+    pub has_result: bool,
+    pub has_error: bool,
+}
+
+impl From<Envelope<'_>> for OwnedEnvelope {
+    fn from(e: Envelope<'_>) -> Self {
+        OwnedEnvelope {
+            jsonrpc: e.jsonrpc.map(<[u8]>::to_vec),
+            id: e.id.map(|id| match id {
+                Id::Number(n) => OwnedId::Number(n.to_vec()),
+                Id::String(s) => OwnedId::String(s.to_vec()),
+                Id::Null => OwnedId::Null,
+            }),
+            method: e.method.map(<[u8]>::to_vec),
+            has_result: e.has_result,
+            has_error: e.has_error,
+        }
+    }
+}
+
+/// An [`Event`] that owns its bytes, for comparing runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OwnedEvent {
+    Frame { offset: u64, bytes: Vec<u8>, envelope: OwnedEnvelope },
+    Oversize { offset: u64, looks_like_json: bool, envelope: OwnedEnvelope },
+    Malformed { offset: u64, error: JsonError, envelope: OwnedEnvelope },
+    Discarded { offset: u64, len: u64, at_eof: bool },
+    NotProtocol { offset: u64, line: Vec<u8> },
+    Truncated { offset: u64, len: u64, envelope: OwnedEnvelope },
+}
+
+impl From<Event<'_>> for OwnedEvent {
+    fn from(event: Event<'_>) -> Self {
+        match event {
+            Event::Frame(f) => {
+                OwnedEvent::Frame { offset: f.offset, bytes: f.bytes.to_vec(), envelope: f.envelope.into() }
+            }
+            Event::Oversize { offset, looks_like_json, envelope } => {
+                OwnedEvent::Oversize { offset, looks_like_json, envelope: envelope.into() }
+            }
+            Event::Malformed { offset, error, envelope } => {
+                OwnedEvent::Malformed { offset, error, envelope: envelope.into() }
+            }
+            Event::Discarded { offset, len, at_eof } => OwnedEvent::Discarded { offset, len, at_eof },
+            Event::NotProtocol { offset, line } => OwnedEvent::NotProtocol { offset, line: line.to_vec() },
+            Event::Truncated { offset, len, envelope } => {
+                OwnedEvent::Truncated { offset, len, envelope: envelope.into() }
+            }
+        }
+    }
+}
+

@@ -1,0 +1,119 @@
+//! Test support shared by the unit tests, the benchmarks, the fuzz targets and
+//! the component parity tests: owned copies of events, the reference framer,
+//! and deterministic workload generators.
+//!
+//! Enabled by the `testing` feature; not part of the production API.
+
+use alloc::vec::Vec;
+
+pub use crate::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
+use crate::{Config, Framer, Stats};
+
+mod naive;
+pub mod workload;
+
+pub use naive::{reference_outcomes, serde_envelope};
+
+/// What happened to one line, at the level of detail the reference framer
+/// can predict independently: whether it was delivered, diverted or lost, not
+/// why it was rejected (that precedence is pinned by table tests and by the
+/// chunking invariance, which compares full events).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Outcome {
+    Frame { offset: u64, bytes: Vec<u8>, envelope: OwnedEnvelope },
+    NotProtocol { offset: u64, line: Vec<u8> },
+    /// Oversize or malformed, ended by its newline.
+    Rejected { offset: u64, len: u64 },
+    /// Cut off by the end of the stream (truncated, or rejected and then cut).
+    LostAtEof { offset: u64, len: u64 },
+}
+
+/// Reduces framer events to [`Outcome`]s.
+pub fn outcomes(events: &[OwnedEvent]) -> Vec<Outcome> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            OwnedEvent::Frame { offset, bytes, envelope } => {
+                Some(Outcome::Frame { offset: *offset, bytes: bytes.clone(), envelope: envelope.clone() })
+            }
+            OwnedEvent::NotProtocol { offset, line } => {
+                Some(Outcome::NotProtocol { offset: *offset, line: line.clone() })
+            }
+            OwnedEvent::Discarded { offset, len, at_eof: false } => {
+                Some(Outcome::Rejected { offset: *offset, len: *len })
+            }
+            OwnedEvent::Discarded { offset, len, at_eof: true }
+            | OwnedEvent::Truncated { offset, len, .. } => {
+                Some(Outcome::LostAtEof { offset: *offset, len: *len })
+            }
+            OwnedEvent::Oversize { .. } | OwnedEvent::Malformed { .. } => None,
+        })
+        .collect()
+}
+
+/// The memory bound every test and fuzz target asserts after each step: the
+/// framer never holds more than the transport limit.
+pub const BUFFER_SLACK_BYTES: usize = 0;
+
+/// Runs `stream` through a fresh framer, pushed in the given chunk lengths
+/// (cycled; a zero length pushes an empty chunk), then finishes it if `eof`.
+/// Panics if the memory bound is ever broken.
+pub fn run_split(config: Config, stream: &[u8], lengths: &[usize], eof: bool) -> (Vec<OwnedEvent>, Stats) {
+    let mut framer = Framer::new(config);
+    let mut events = Vec::new();
+    let mut rest = stream;
+    let mut step = 0;
+    while !rest.is_empty() {
+        let len = if lengths.is_empty() { rest.len() } else { lengths[step % lengths.len()] };
+        step += 1;
+        let (chunk, tail) = rest.split_at(len.min(rest.len()));
+        framer.push(chunk, |e| events.push(OwnedEvent::from(e)));
+        assert_memory_bound(&framer);
+        rest = tail;
+        if step > stream.len() * 2 + 16 {
+            // Only zero lengths: push the rest whole.
+            framer.push(rest, |e| events.push(OwnedEvent::from(e)));
+            rest = &[];
+        }
+    }
+    if eof {
+        framer.finish(|e| events.push(OwnedEvent::from(e)));
+    }
+    assert_memory_bound(&framer);
+    (events, *framer.stats())
+}
+
+/// Panics if `framer` holds more than its limit allows.
+pub fn assert_memory_bound(framer: &Framer) {
+    let limit = framer.config().max_frame_bytes() + BUFFER_SLACK_BYTES;
+    assert!(framer.buffered() <= limit, "framer holds {} bytes, limit {limit}", framer.buffered());
+    assert!(framer.stats().buffered_high_water <= limit as u64);
+}
+
+/// A small deterministic generator (xorshift64*), so workloads are the same
+/// on every run and every machine.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed (any value).
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
