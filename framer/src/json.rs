@@ -232,6 +232,9 @@ impl Validator {
     }
 
     /// Feeds the next piece of the line.
+    ///
+    /// The grammar state lives in a local while the piece is scanned (so it
+    /// stays in a register) and is written back once at the end.
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<(), JsonError> {
         use JsonErrorKind::*;
         if let Some(e) = self.error {
@@ -239,42 +242,81 @@ impl Validator {
         }
         let n = bytes.len();
         let mut i = 0;
-        while i < n {
-            let b = bytes[i];
-            match self.state {
-                State::Str => match find_string_special(&bytes[i..]) {
-                    None => i = n,
-                    Some(k) => {
-                        i += k;
-                        match bytes[i] {
-                            b'"' => self.end_string(bytes, i),
-                            b'\\' => self.state = State::StrEscape,
-                            _ => return self.fail(ControlInString, i),
+        let mut state = self.state;
+        let outcome: Result<(), (JsonErrorKind, usize)> = 'scan: loop {
+            let Some(&b) = bytes.get(i) else { break Ok(()) };
+            match state {
+                State::Str => loop {
+                    // Stay in the string across escapes: they are frequent
+                    // in real text and need no trip through the dispatcher.
+                    i += plain_run(&bytes[i..]);
+                    match bytes.get(i) {
+                        None => break,
+                        Some(b'"') => {
+                            state = self.end_string(bytes, i);
+                            // Minified JSON: `":` and `",` follow at once;
+                            // take them here rather than through the loop.
+                            match (state, bytes.get(i + 1)) {
+                                (State::Colon, Some(b':')) => {
+                                    state = State::Value;
+                                    i += 1;
+                                }
+                                (State::After, Some(b',')) => {
+                                    state = if self.top_is_object() { State::ObjectKey } else { State::Value };
+                                    i += 1;
+                                }
+                                _ => {}
+                            }
+                            i += 1;
+                            break;
                         }
-                        i += 1;
+                        Some(b'\\') => match bytes.get(i + 1) {
+                            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                            Some(b'u') if bytes.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => {
+                                i += 6
+                            }
+                            Some(b'u') | None => {
+                                // The escape continues in the next piece (or
+                                // is bad): finish it byte by byte.
+                                state = State::StrEscape;
+                                i += 1;
+                                break;
+                            }
+                            Some(_) => break 'scan Err((InvalidEscape, i + 1)),
+                        },
+                        Some(_) => break 'scan Err((ControlInString, i)),
                     }
                 },
                 State::StrEscape => {
-                    self.state = match b {
+                    state = match b {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => State::Str,
                         b'u' => State::StrHex(4),
-                        _ => return self.fail(InvalidEscape, i),
+                        _ => break Err((InvalidEscape, i)),
                     };
                     i += 1;
                 }
                 State::StrHex(left) => {
                     if !b.is_ascii_hexdigit() {
-                        return self.fail(InvalidEscape, i);
+                        break Err((InvalidEscape, i));
                     }
-                    self.state = if left == 1 { State::Str } else { State::StrHex(left - 1) };
+                    state = if left == 1 { State::Str } else { State::StrHex(left - 1) };
                     i += 1;
                 }
                 State::Key => {
-                    match b {
-                        b'"' => self.end_top_key(),
-                        b'\\' => self.state = State::KeyEscape,
-                        0..=0x1F => return self.fail(ControlInString, i),
-                        _ => self.push_key_byte(b),
+                    let run = plain_run(&bytes[i..]);
+                    self.push_key_bytes(&bytes[i..i + run]);
+                    i += run;
+                    match bytes.get(i) {
+                        None => {}
+                        Some(b'"') => {
+                            state = self.end_top_key();
+                            if bytes.get(i + 1) == Some(&b':') {
+                                state = State::Value;
+                                i += 1;
+                            }
+                        }
+                        Some(b'\\') => state = State::KeyEscape,
+                        Some(_) => break Err((ControlInString, i)),
                     }
                     i += 1;
                 }
@@ -287,39 +329,38 @@ impl Validator {
                         b'r' => b'\r',
                         b't' => b'\t',
                         b'u' => {
-                            self.state = State::KeyHex(4, 0);
+                            state = State::KeyHex(4, 0);
                             i += 1;
                             continue;
                         }
-                        _ => return self.fail(InvalidEscape, i),
+                        _ => break Err((InvalidEscape, i)),
                     };
-                    self.push_key_byte(decoded);
-                    self.state = State::Key;
+                    self.push_key_bytes(&[decoded]);
+                    state = State::Key;
                     i += 1;
                 }
                 State::KeyHex(left, acc) => {
                     let Some(digit) = (b as char).to_digit(16) else {
-                        return self.fail(InvalidEscape, i);
+                        break Err((InvalidEscape, i));
                     };
                     let acc = (acc << 4) | digit as u16;
-                    if left == 1 {
+                    state = if left == 1 {
                         // No interesting key has a character outside ASCII.
                         match u8::try_from(acc) {
-                            Ok(ascii) if ascii < 0x80 => self.push_key_byte(ascii),
+                            Ok(ascii) if ascii < 0x80 => self.push_key_bytes(&[ascii]),
                             _ => self.key_too_long = true,
                         }
-                        self.state = State::Key;
+                        State::Key
                     } else {
-                        self.state = State::KeyHex(left - 1, acc);
-                    }
+                        State::KeyHex(left - 1, acc)
+                    };
                     i += 1;
                 }
-                State::Num(num) => {
+                State::Num(mut num) => {
                     // Digits are the common case: take them in a tight loop.
-                    let mut num = num;
                     loop {
                         let Some(&b) = bytes.get(i) else {
-                            self.state = State::Num(num);
+                            state = State::Num(num);
                             break;
                         };
                         num = match (num, b) {
@@ -336,74 +377,99 @@ impl Validator {
                             (num, _) if num.complete() && !b.is_ascii_digit() => {
                                 // The number ended; `b` belongs to what follows.
                                 self.end_token(bytes, i);
-                                self.state = State::After;
+                                state = State::After;
                                 break;
                             }
-                            _ => return self.fail(InvalidNumber, i),
+                            _ => break,
                         };
                         i += 1;
+                    }
+                    if let State::Num(_) = state {
+                        if i < n {
+                            break Err((InvalidNumber, i));
+                        }
                     }
                 }
                 State::Literal(which, matched) => {
                     let word = LITERALS[usize::from(which)];
                     if b != word[usize::from(matched)] {
-                        return self.fail(InvalidLiteral, i);
+                        break Err((InvalidLiteral, i));
                     }
                     i += 1;
-                    if usize::from(matched) + 1 == word.len() {
+                    state = if usize::from(matched) + 1 == word.len() {
                         if which == NULL && self.field == Field::Id && self.depth == 1 {
                             self.id = Some(IdKind::Null);
                         }
-                        self.state = State::After;
+                        State::After
                     } else {
-                        self.state = State::Literal(which, matched + 1);
-                    }
+                        State::Literal(which, matched + 1)
+                    };
                 }
                 _ if is_whitespace(b) => i += 1,
                 State::Start => {
                     if b != b'{' {
-                        return self.fail(TopLevelNotObject, i);
+                        break Err((TopLevelNotObject, i));
                     }
-                    self.open(true, i)?;
+                    match self.open(true) {
+                        Some(next) => state = next,
+                        None => break Err((DepthLimit, i)),
+                    }
                     i += 1;
                 }
                 State::ObjectFirst | State::ObjectKey => {
-                    match b {
+                    state = match b {
+                        b'"' if self.depth > 1 => {
+                            // A nested key: scan it right here.
+                            let start = i + 1;
+                            let run = plain_run(&bytes[start..]);
+                            if bytes.get(start + run) == Some(&b'"') && bytes.get(start + run + 1) == Some(&b':') {
+                                i = start + run + 2;
+                                state = State::Value;
+                                continue;
+                            }
+                            self.start_key()
+                        }
                         b'"' => self.start_key(),
-                        b'}' if self.state == State::ObjectFirst => self.close(),
-                        _ => return self.fail(UnexpectedByte, i),
-                    }
+                        b'}' if state == State::ObjectFirst => self.close(),
+                        _ => break Err((UnexpectedByte, i)),
+                    };
                     i += 1;
                 }
                 State::Colon => {
                     if b != b':' {
-                        return self.fail(UnexpectedByte, i);
+                        break Err((UnexpectedByte, i));
                     }
-                    self.state = State::Value;
+                    state = State::Value;
                     i += 1;
                 }
                 State::Value | State::ArrayFirst => {
-                    if b == b']' && self.state == State::ArrayFirst {
-                        self.close();
+                    state = if b == b']' && state == State::ArrayFirst {
+                        self.close()
                     } else {
-                        self.start_value(b, i)?;
-                    }
+                        match self.start_value(b, i) {
+                            Ok(next) => next,
+                            Err(kind) => break Err((kind, i)),
+                        }
+                    };
                     i += 1;
                 }
                 State::After => {
                     let in_object = self.top_is_object();
-                    match b {
-                        b',' => {
-                            self.state = if in_object { State::ObjectKey } else { State::Value }
-                        }
+                    state = match b {
+                        b',' if in_object => State::ObjectKey,
+                        b',' => State::Value,
                         b'}' if in_object => self.close(),
                         b']' if !in_object => self.close(),
-                        _ => return self.fail(UnexpectedByte, i),
-                    }
+                        _ => break Err((UnexpectedByte, i)),
+                    };
                     i += 1;
                 }
-                State::Done => return self.fail(TrailingCharacters, i),
+                State::Done => break Err((TrailingCharacters, i)),
             }
+        };
+        self.state = state;
+        if let Err((kind, at)) = outcome {
+            return self.fail(kind, at);
         }
         if self.capture != Capture::None {
             self.capture_bytes(&bytes[self.capture_from..]);
@@ -418,9 +484,10 @@ impl Validator {
         self.stack[(level / 64) as usize] & (1 << (level % 64)) != 0
     }
 
-    fn open(&mut self, object: bool, i: usize) -> Result<(), JsonError> {
+    /// Opens an object or array; `None` past the depth limit.
+    fn open(&mut self, object: bool) -> Option<State> {
         if self.depth >= self.max_depth {
-            return self.fail(JsonErrorKind::DepthLimit, i);
+            return None;
         }
         let (word, bit) = ((self.depth / 64) as usize, self.depth % 64);
         if word == self.stack.len() {
@@ -432,38 +499,38 @@ impl Validator {
             self.stack[word] &= !(1 << bit);
         }
         self.depth += 1;
-        self.state = if object { State::ObjectFirst } else { State::ArrayFirst };
-        Ok(())
+        Some(if object { State::ObjectFirst } else { State::ArrayFirst })
     }
 
-    fn close(&mut self) {
+    fn close(&mut self) -> State {
         self.depth -= 1;
-        self.state = if self.depth == 0 { State::Done } else { State::After };
+        if self.depth == 0 { State::Done } else { State::After }
     }
 
-    fn start_key(&mut self) {
+    fn start_key(&mut self) -> State {
         if self.depth == 1 {
             self.key_len = 0;
             self.key_too_long = false;
-            self.state = State::Key;
+            State::Key
         } else {
             self.in_key = true;
-            self.state = State::Str;
+            State::Str
         }
     }
 
-    fn push_key_byte(&mut self, b: u8) {
-        match self.key.get_mut(usize::from(self.key_len)) {
-            Some(slot) => {
-                *slot = b;
-                self.key_len += 1;
+    fn push_key_bytes(&mut self, part: &[u8]) {
+        let at = usize::from(self.key_len);
+        match self.key.get_mut(at..at + part.len()) {
+            Some(slots) => {
+                slots.copy_from_slice(part);
+                self.key_len += part.len() as u8;
             }
             None => self.key_too_long = true,
         }
     }
 
     /// A top-level key ended: decide what its value means for the envelope.
-    fn end_top_key(&mut self) {
+    fn end_top_key(&mut self) -> State {
         let key = if self.key_too_long { &[][..] } else { &self.key[..usize::from(self.key_len)] };
         self.field = match key {
             b"jsonrpc" => {
@@ -488,15 +555,16 @@ impl Validator {
             }
             _ => Field::Other,
         };
-        self.state = State::Colon;
+        State::Colon
     }
 
-    fn start_value(&mut self, b: u8, i: usize) -> Result<(), JsonError> {
+    /// The first byte `b` (at `i`) of a value: the state that reads the rest.
+    #[inline]
+    fn start_value(&mut self, b: u8, i: usize) -> Result<State, JsonErrorKind> {
         let field = if self.depth == 1 { self.field } else { Field::Other };
         match b {
             b'"' => {
                 self.in_key = false;
-                self.state = State::Str;
                 self.begin_capture(
                     match field {
                         Field::JsonRpc => Capture::JsonRpc,
@@ -506,34 +574,35 @@ impl Validator {
                     },
                     i + 1,
                 );
+                Ok(State::Str)
             }
-            b'{' => self.open(true, i)?,
-            b'[' => self.open(false, i)?,
+            b'{' => self.open(true).ok_or(JsonErrorKind::DepthLimit),
+            b'[' => self.open(false).ok_or(JsonErrorKind::DepthLimit),
             b'-' | b'0'..=b'9' => {
-                self.state = State::Num(match b {
-                    b'-' => Num::Minus,
-                    b'0' => Num::Zero,
-                    _ => Num::Int,
-                });
                 if field == Field::Id {
                     self.begin_capture(Capture::IdNumber, i);
                 }
+                Ok(State::Num(match b {
+                    b'-' => Num::Minus,
+                    b'0' => Num::Zero,
+                    _ => Num::Int,
+                }))
             }
-            b't' => self.state = State::Literal(0, 1),
-            b'f' => self.state = State::Literal(1, 1),
-            b'n' => self.state = State::Literal(NULL, 1),
-            _ => return self.fail(JsonErrorKind::UnexpectedByte, i),
+            b't' => Ok(State::Literal(0, 1)),
+            b'f' => Ok(State::Literal(1, 1)),
+            b'n' => Ok(State::Literal(NULL, 1)),
+            _ => Err(JsonErrorKind::UnexpectedByte),
         }
-        Ok(())
     }
 
-    fn end_string(&mut self, bytes: &[u8], i: usize) {
+    #[inline]
+    fn end_string(&mut self, bytes: &[u8], i: usize) -> State {
         if self.in_key {
             self.in_key = false;
-            self.state = State::Colon;
+            State::Colon
         } else {
             self.end_token(bytes, i);
-            self.state = State::After;
+            State::After
         }
     }
 
@@ -566,10 +635,15 @@ impl Validator {
     }
 
     /// The token being captured (if any) ends before `bytes[end]`.
+    #[inline]
     fn end_token(&mut self, bytes: &[u8], end: usize) {
-        if self.capture == Capture::None {
-            return;
+        if self.capture != Capture::None {
+            self.end_capture(bytes, end);
         }
+    }
+
+    #[inline(never)]
+    fn end_capture(&mut self, bytes: &[u8], end: usize) {
         let capture = self.capture;
         self.capture_bytes(&bytes[self.capture_from..end]);
         if self.capture != Capture::None {
@@ -590,34 +664,64 @@ fn is_whitespace(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
 
+/// Bytes that end the plain run of a string: quote, backslash, controls.
+static STRING_SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// The length of the plain run at the start of `s`: bytes up to the first
+/// quote, backslash or control character (or all of `s`).
+///
+/// Eight bytes at a time as one `u64` (SWAR, see [`special_lanes`]); the
+/// lowest flagged lane is exact.
 #[inline(always)]
-fn is_string_special(b: u8) -> bool {
-    (b == b'"') | (b == b'\\') | (b < 0x20)
+fn plain_run(s: &[u8]) -> usize {
+    let mut i = 0;
+    // Two words per step while there is room: half the loop overhead on the
+    // long runs of text results.
+    while let Some(pair) = s.get(i..i + 16) {
+        let (a, b) = pair.split_at(8);
+        let (a, b) = (special_lanes(a), special_lanes(b));
+        if a | b != 0 {
+            return i + if a != 0 { lowest_lane(a) } else { 8 + lowest_lane(b) };
+        }
+        i += 16;
+    }
+    if let Some(word) = s.get(i..i + 8) {
+        let a = special_lanes(word);
+        if a != 0 {
+            return i + lowest_lane(a);
+        }
+        i += 8;
+    }
+    i + s[i..].iter().position(|&b| STRING_SPECIAL[usize::from(b)]).unwrap_or(s.len() - i)
 }
 
-/// The index of the first byte that ends the plain run of a string: a quote,
-/// a backslash or a control character.
-///
-/// Blocks of 32 bytes are tested with a branch-free fold that the compiler
-/// turns into vector compares; only the block that holds a hit is walked byte
-/// by byte.
-#[inline]
-fn find_string_special(s: &[u8]) -> Option<usize> {
-    const BLOCK: usize = 32;
-    let mut start = 0;
-    // Short runs (keys, ids) are the common case: look at them directly.
-    if let Some(p) = s.iter().take(16).position(|&b| is_string_special(b)) {
-        return Some(p);
-    }
-    let mut blocks = s.chunks_exact(BLOCK);
-    for block in blocks.by_ref() {
-        let hits = block.iter().fold(0u8, |acc, &b| acc | u8::from(is_string_special(b)));
-        if hits != 0 {
-            break;
-        }
-        start += BLOCK;
-    }
-    s[start..].iter().position(|&b| is_string_special(b)).map(|p| start + p)
+/// The high bit of each lane of `word` (eight bytes) that holds a quote, a
+/// backslash or a control character; lanes above a true hit may be flagged
+/// too (borrow), never lanes below it.
+#[inline(always)]
+fn special_lanes(word: &[u8]) -> u64 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+    let quote = x ^ (LO * u64::from(b'"'));
+    let backslash = x ^ (LO * u64::from(b'\\'));
+    ((quote.wrapping_sub(LO) & !quote) | (backslash.wrapping_sub(LO) & !backslash) | (x.wrapping_sub(LO * 0x20) & !x))
+        & HI
+}
+
+#[inline(always)]
+fn lowest_lane(lanes: u64) -> usize {
+    (lanes.trailing_zeros() / 8) as usize
 }
 
 #[cfg(test)]
