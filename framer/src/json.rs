@@ -103,6 +103,41 @@ enum IdKind {
     Null,
 }
 
+/// The bytes of one recorded envelope field, inline: recording must cost
+/// next to nothing on every message, so no allocation and no growth checks.
+#[derive(Debug)]
+struct FieldBytes {
+    bytes: [u8; Envelope::MAX_FIELD_BYTES],
+    len: usize,
+}
+
+impl FieldBytes {
+    const fn new() -> Self {
+        FieldBytes { bytes: [0; Envelope::MAX_FIELD_BYTES], len: 0 }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Appends `part`; `false` (and nothing appended) if it would not fit.
+    #[inline]
+    fn extend(&mut self, part: &[u8]) -> bool {
+        match self.bytes.get_mut(self.len..self.len + part.len()) {
+            Some(slot) => {
+                slot.copy_from_slice(part);
+                self.len += part.len();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 /// The longest top-level key the peek needs to recognise (`jsonrpc`).
 const KEY_BYTES: usize = 8;
 
@@ -135,11 +170,11 @@ pub(crate) struct Validator {
     capture_from: usize,
     /// Each field's bytes live in a buffer kept across lines (no allocation
     /// per message); the flag says whether the current line set it.
-    jsonrpc: Vec<u8>,
+    jsonrpc: FieldBytes,
     has_jsonrpc: bool,
     id: Option<IdKind>,
-    id_bytes: Vec<u8>,
-    method: Vec<u8>,
+    id_bytes: FieldBytes,
+    method: FieldBytes,
     has_method: bool,
     has_result: bool,
     has_error: bool,
@@ -161,11 +196,11 @@ impl Validator {
             field: Field::Other,
             capture: Capture::None,
             capture_from: 0,
-            jsonrpc: Vec::new(),
+            jsonrpc: FieldBytes::new(),
             has_jsonrpc: false,
             id: None,
-            id_bytes: Vec::new(),
-            method: Vec::new(),
+            id_bytes: FieldBytes::new(),
+            method: FieldBytes::new(),
             has_method: false,
             has_result: false,
             has_error: false,
@@ -192,13 +227,13 @@ impl Validator {
     /// The routing fields recorded so far on this line.
     pub(crate) fn envelope(&self) -> Envelope<'_> {
         Envelope {
-            jsonrpc: self.has_jsonrpc.then_some(&self.jsonrpc[..]),
+            jsonrpc: self.has_jsonrpc.then_some(self.jsonrpc.as_slice()),
             id: self.id.map(|kind| match kind {
-                IdKind::Number => Id::Number(&self.id_bytes),
-                IdKind::String => Id::String(&self.id_bytes),
+                IdKind::Number => Id::Number(self.id_bytes.as_slice()),
+                IdKind::String => Id::String(self.id_bytes.as_slice()),
                 IdKind::Null => Id::Null,
             }),
-            method: self.has_method.then_some(&self.method[..]),
+            method: self.has_method.then_some(self.method.as_slice()),
             has_result: self.has_result,
             has_error: self.has_error,
         }
@@ -445,6 +480,15 @@ impl Validator {
                 State::Value | State::ArrayFirst => {
                     state = if b == b']' && state == State::ArrayFirst {
                         self.close()
+                    } else if self.depth > 1 && (b == b'"' || b.is_ascii_digit()) {
+                        // Below the top level nothing is recorded: the two
+                        // commonest value starts skip the envelope logic.
+                        if b == b'"' {
+                            self.in_key = false;
+                            State::Str
+                        } else {
+                            State::Num(if b == b'0' { Num::Zero } else { Num::Int })
+                        }
                     } else {
                         match self.start_value(b, i) {
                             Ok(next) => next,
@@ -626,11 +670,9 @@ impl Validator {
             Capture::Method => &mut self.method,
             Capture::IdString | Capture::IdNumber => &mut self.id_bytes,
         };
-        if buf.len() + part.len() > Envelope::MAX_FIELD_BYTES {
+        if !buf.extend(part) {
             // Too long to be a real id or method: record nothing.
             self.capture = Capture::None;
-        } else {
-            buf.extend_from_slice(part);
         }
     }
 
