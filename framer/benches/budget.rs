@@ -1,0 +1,131 @@
+//! The result budget beside plain `serde_json`, on the same data in the same
+//! run.
+//!
+//! `cargo bench -p drainpipe-framer --bench budget`
+//!
+//! - *search hits*: 50,000 `{path, line, summary}` items (summaries from
+//!   `drainpipe_framer::testing::workload::text`, so with quotes, escapes and
+//!   multibyte text). The peer is `serde_json::to_vec` of the full result
+//!   (every item in `structuredContent`, its text copy in `content`). The
+//!   builder runs twice: with a 64 KiB budget, stopping when told (how a tool
+//!   uses it), and with no effective budget, taking every item (its overhead
+//!   over the peer for the same output).
+//! - *8 MiB text*: a `tools/call` response with one 8 MiB text block from
+//!   `workload::text_response`. The peers are `serde_json::to_vec` of the
+//!   full result and `serde_json::from_slice::<Value>` of the frame (what any
+//!   host that looks inside a response pays); `clip_response` cuts it to
+//!   64 KiB.
+//!
+//! Ratios: divide each figure by the `serde_json_to_vec_full` figure of its
+//! group, from the same run.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use drainpipe_framer::budget::{Continuation, ResultBuilder, clip_response};
+use drainpipe_framer::testing::{Rng, workload};
+use serde_json::{Value, json};
+
+const HITS: usize = 50_000;
+const BUDGET: usize = 64 * 1024;
+
+fn search_hits() -> Vec<Value> {
+    let mut rng = Rng::new(50_000);
+    (0..HITS)
+        .map(|i| {
+            let summary_len = 40 + rng.below(80);
+            json!({
+                "path": format!("src/module_{}/file_{}.rs", rng.below(100), i % 997),
+                "line": rng.below(5000),
+                "summary": workload::text(&mut rng, summary_len),
+            })
+        })
+        .collect()
+}
+
+/// The result a tool without a budget would send: every hit, and the
+/// structured content repeated as text.
+fn full_result(hits: &[Value]) -> Value {
+    let structured = json!({ "items": hits });
+    let copy = serde_json::to_string(&structured).expect("a Value serialises");
+    json!({"content": [{"type": "text", "text": copy}], "isError": false, "structuredContent": structured})
+}
+
+fn budgeted(hits: &[Value], budget: usize) -> Vec<u8> {
+    let mut builder = ResultBuilder::new(budget).expect("budget above the minimum");
+    for hit in hits {
+        if !builder.push_item(hit).keep_going() {
+            break;
+        }
+    }
+    let cursor = format!("offset:{}", builder.kept_items());
+    let total = hits.len() as u64;
+    builder
+        .finish(Continuation::cursor(&cursor).with_total(total))
+        .expect("cursor within bounds")
+        .into_bytes()
+}
+
+fn search_hits_bench(c: &mut Criterion) {
+    let hits = search_hits();
+    let full = full_result(&hits);
+    let full_len = serde_json::to_vec(&full).expect("a Value serialises").len();
+    let everything = budgeted(&hits, usize::MAX / 2);
+    assert_eq!(
+        everything.len(),
+        full_len,
+        "unbounded builder output differs in size from serde_json"
+    );
+    let bounded = budgeted(&hits, BUDGET);
+    eprintln!(
+        "search hits: full result {full_len} bytes, budgeted {} bytes",
+        bounded.len()
+    );
+
+    let mut group = c.benchmark_group("budget/search_hits_50k");
+    group.throughput(Throughput::Bytes(full_len as u64));
+    group.bench_function("serde_json_to_vec_full", |b| {
+        b.iter(|| serde_json::to_vec(black_box(&full)).unwrap())
+    });
+    group.bench_function("builder_64KiB_stop_when_full", |b| {
+        b.iter(|| budgeted(black_box(&hits), BUDGET))
+    });
+    group.bench_function("builder_unbounded_all_items", |b| {
+        b.iter(|| budgeted(black_box(&hits), usize::MAX / 2))
+    });
+    group.finish();
+}
+
+fn clip_bench(c: &mut Criterion) {
+    let text = workload::text(&mut Rng::new(8), 8 << 20);
+    let mut frame = workload::text_response(1, &text);
+    frame.pop(); // the newline: a framer hands frames over without it
+    let response: Value = serde_json::from_slice(&frame).expect("the workload is valid JSON");
+    let result = response["result"].clone();
+    let full_len = serde_json::to_vec(&result)
+        .expect("a Value serialises")
+        .len();
+    let clipped = clip_response(&frame, BUDGET, &Continuation::none()).expect("clips");
+    eprintln!(
+        "clip: frame {} bytes, result {full_len} bytes, clipped frame {} bytes",
+        frame.len(),
+        clipped.len()
+    );
+
+    let mut group = c.benchmark_group("budget/clip_8MiB_text");
+    group.throughput(Throughput::Bytes(frame.len() as u64));
+    group.sample_size(20);
+    group.bench_function("serde_json_to_vec_full", |b| {
+        b.iter(|| serde_json::to_vec(black_box(&result)).unwrap())
+    });
+    group.bench_function("serde_json_from_slice_value", |b| {
+        b.iter(|| serde_json::from_slice::<Value>(black_box(&frame)).unwrap())
+    });
+    group.bench_function("clip_response_64KiB", |b| {
+        b.iter(|| clip_response(black_box(&frame), BUDGET, &Continuation::none()).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, search_hits_bench, clip_bench);
+criterion_main!(benches);

@@ -1,0 +1,37 @@
+//! The content limit: results that fit a byte budget and say what they left out.
+//!
+//! The transport limit ([`Config::with_max_frame_bytes`](crate::Config::with_max_frame_bytes))
+//! protects the host's memory; this module protects the agent's context. Every
+//! budget here is counted in **bytes on the wire**: the JSON text exactly as
+//! `serde_json` writes it, after escaping, not characters of one string.
+//!
+//! - [`ResultBuilder`] (server side): builds a `tools/call` result entry by
+//!   entry until the next one would not fit, cuts a text that is too large
+//!   on its own at a character boundary, and, if anything was left out, adds
+//!   a plain-text summary and `structuredContent.truncated` / `nextCursor` /
+//!   `totalEstimate`. A result that fits is sent as is.
+//! - [`Capture`] (subprocess or remote output): accepts any number of bytes,
+//!   keeps a head and a tail within a budget and counts the rest, so the
+//!   caller can keep draining a pipe while holding a bounded preview.
+//! - [`clip_response`] (host side): turns a complete response frame that is
+//!   over an agent's budget into a smaller valid response for the same id,
+//!   with the same truncation contract.
+//! - [`escaped_len`], [`value_wire_len`], [`longest_prefix_within`]: the
+//!   byte counting all three rely on.
+//!
+//! Like the rest of the crate: no IO, no clocks, no `unsafe`, `no_std` with
+//! `alloc`.
+
+mod capture;
+mod clip;
+mod config;
+mod layout;
+mod notice;
+mod result;
+mod wire;
+
+pub use capture::{Capture, CaptureReport, CapturedOutput};
+pub use clip::{ClipError, clip_response};
+pub use config::{BudgetError, Continuation, ResultConfig};
+pub use result::{BudgetedResult, Pushed, ResultBuilder};
+pub use wire::{escaped_len, longest_prefix_within, value_wire_len};
