@@ -172,11 +172,8 @@ impl Framer {
             Line::Undecided => self.stats.blank_lines += 1,
             Line::Json | Line::Text => {
                 self.stats.truncated += 1;
-                let envelope = if self.line == Line::Json && self.config.json_validation() {
-                    self.validator.envelope()
-                } else {
-                    Envelope::default()
-                };
+                // Every piece of an unfinished line is in the buffer.
+                let envelope = self.envelope_of(&self.buf);
                 on_event(Event::Truncated { offset, len, envelope });
             }
         }
@@ -255,6 +252,8 @@ impl Framer {
     /// Returns `false` if the line was rejected (the caller stops and
     /// discards). Does not buffer.
     fn take<F: FnMut(Event<'_>)>(&mut self, piece: &[u8], on_event: &mut F) -> bool {
+        // The line began with this piece: its bytes so far are all in `piece`.
+        let fresh = self.buf.is_empty() && self.content_len == 0;
         let room = self.config.max_frame_bytes() - self.content_len;
         let (allowed, over) = if piece.len() > room { (&piece[..room], true) } else { (piece, false) };
         if self.line == Line::Undecided {
@@ -265,29 +264,46 @@ impl Framer {
                 self.validator.skip(self.content_len);
             }
         }
-        if self.line == Line::Json {
-            if let Err(error) = self.check(allowed) {
-                self.reject_malformed(error, on_event);
-                return false;
+        let rejected = match self.line {
+            Line::Json => self.check(allowed).err(),
+            _ => None,
+        };
+        if rejected.is_none() && !over {
+            self.content_len += allowed.len();
+            return true;
+        }
+        // Rejected: the envelope needs the line so far in one piece. At most
+        // the limit is assembled, and only on this path.
+        if !fresh {
+            self.buf.extend_from_slice(allowed);
+            self.note_buffered();
+        }
+        let line = if fresh { allowed } else { &self.buf[..] };
+        let envelope = self.envelope_of(line);
+        let offset = self.line_start;
+        let why = match rejected {
+            Some(error) => {
+                self.stats.malformed += 1;
+                on_event(Event::Malformed { offset, error, envelope });
+                Rejection::Malformed
             }
+            None => {
+                self.stats.oversize += 1;
+                on_event(Event::Oversize { offset, looks_like_json: self.line == Line::Json, envelope });
+                Rejection::Oversize
+            }
+        };
+        self.discard(why);
+        false
+    }
+
+    /// The envelope recorded for the current line, resolved against its bytes.
+    fn envelope_of<'a>(&self, line: &'a [u8]) -> Envelope<'a> {
+        if self.line == Line::Json && self.config.json_validation() {
+            self.validator.envelope(line)
+        } else {
+            Envelope::default()
         }
-        self.content_len += allowed.len();
-        if over {
-            self.stats.oversize += 1;
-            let envelope = if self.line == Line::Json && self.config.json_validation() {
-                self.validator.envelope()
-            } else {
-                Envelope::default()
-            };
-            on_event(Event::Oversize {
-                offset: self.line_start,
-                looks_like_json: self.line == Line::Json,
-                envelope,
-            });
-            self.discard(Rejection::Oversize);
-            return false;
-        }
-        true
     }
 
     /// UTF-8 and (if on) JSON checks of the next content bytes of a JSON line.
@@ -303,14 +319,6 @@ impl Framer {
             if validate { validator.feed(valid) } else { Ok(()) }
         })?;
         utf8.map_err(|()| JsonError { kind: JsonErrorKind::InvalidUtf8, at: confirmed as u64 })
-    }
-
-    fn reject_malformed<F: FnMut(Event<'_>)>(&mut self, error: JsonError, on_event: &mut F) {
-        self.stats.malformed += 1;
-        let envelope =
-            if self.config.json_validation() { self.validator.envelope() } else { Envelope::default() };
-        on_event(Event::Malformed { offset: self.line_start, error, envelope });
-        self.discard(Rejection::Malformed);
     }
 
     fn discard(&mut self, why: Rejection) {
@@ -345,21 +353,14 @@ impl Framer {
             self.stats.blank_lines += 1;
             return;
         }
-        if self.line == Line::Json {
-            let complete = if self.utf8.held() > 0 {
+        let complete = match self.line {
+            Line::Json if self.utf8.held() > 0 => {
                 let at = self.content_len - self.utf8.held();
                 Err(JsonError { kind: JsonErrorKind::InvalidUtf8, at: at as u64 })
-            } else if self.config.json_validation() {
-                self.validator.finish()
-            } else {
-                Ok(())
-            };
-            if let Err(error) = complete {
-                self.reject_malformed(error, on_event);
-                self.end_discard(on_event);
-                return;
             }
-        }
+            Line::Json if self.config.json_validation() => self.validator.finish(),
+            _ => Ok(()),
+        };
         let bytes: &[u8] = match in_chunk_from {
             Some(_) => last_piece,
             None => {
@@ -368,6 +369,14 @@ impl Framer {
                 &self.buf
             }
         };
+        let envelope = self.envelope_of(bytes);
+        if let Err(error) = complete {
+            self.stats.malformed += 1;
+            on_event(Event::Malformed { offset, error, envelope });
+            self.line = Line::Discarding(Rejection::Malformed);
+            self.end_discard(on_event);
+            return;
+        }
         if self.line == Line::Text {
             self.stats.not_protocol += 1;
             on_event(Event::NotProtocol { offset, line: bytes });
@@ -378,8 +387,6 @@ impl Framer {
         if len > self.stats.largest_frame {
             self.stats.largest_frame = len;
         }
-        let envelope =
-            if self.config.json_validation() { self.validator.envelope() } else { Envelope::default() };
         on_event(Event::Frame(Frame { bytes, offset, chunk_start: in_chunk_from, envelope }));
     }
 }

@@ -103,38 +103,18 @@ enum IdKind {
     Null,
 }
 
-/// The bytes of one recorded envelope field, inline: recording must cost
-/// next to nothing on every message, so no allocation and no growth checks.
-#[derive(Debug)]
-struct FieldBytes {
-    bytes: [u8; Envelope::MAX_FIELD_BYTES],
-    len: usize,
+/// Where a recorded envelope field lies in the line: byte offsets from the
+/// line start. Recording is two integers, no copy: whoever holds the line
+/// (the framer always does, up to the limit) resolves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    start: u64,
+    end: u64,
 }
 
-impl FieldBytes {
-    const fn new() -> Self {
-        FieldBytes { bytes: [0; Envelope::MAX_FIELD_BYTES], len: 0 }
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    /// Appends `part`; `false` (and nothing appended) if it would not fit.
-    #[inline]
-    fn extend(&mut self, part: &[u8]) -> bool {
-        match self.bytes.get_mut(self.len..self.len + part.len()) {
-            Some(slot) => {
-                slot.copy_from_slice(part);
-                self.len += part.len();
-                true
-            }
-            None => false,
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..self.len]
+impl Span {
+    fn of<'a>(self, line: &'a [u8]) -> Option<&'a [u8]> {
+        line.get(usize::try_from(self.start).ok()?..usize::try_from(self.end).ok()?)
     }
 }
 
@@ -166,16 +146,11 @@ pub(crate) struct Validator {
     /// The top-level member whose value comes next.
     field: Field,
     capture: Capture,
-    /// Where in the current piece the captured token started.
-    capture_from: usize,
-    /// Each field's bytes live in a buffer kept across lines (no allocation
-    /// per message); the flag says whether the current line set it.
-    jsonrpc: FieldBytes,
-    has_jsonrpc: bool,
-    id: Option<IdKind>,
-    id_bytes: FieldBytes,
-    method: FieldBytes,
-    has_method: bool,
+    /// Line offset where the captured token started.
+    capture_from: u64,
+    jsonrpc: Option<Span>,
+    id: Option<(IdKind, Span)>,
+    method: Option<Span>,
     has_result: bool,
     has_error: bool,
 }
@@ -196,12 +171,9 @@ impl Validator {
             field: Field::Other,
             capture: Capture::None,
             capture_from: 0,
-            jsonrpc: FieldBytes::new(),
-            has_jsonrpc: false,
+            jsonrpc: None,
             id: None,
-            id_bytes: FieldBytes::new(),
-            method: FieldBytes::new(),
-            has_method: false,
+            method: None,
             has_result: false,
             has_error: false,
         }
@@ -217,23 +189,25 @@ impl Validator {
         self.field = Field::Other;
         self.capture = Capture::None;
         self.capture_from = 0;
-        self.has_jsonrpc = false;
+        self.jsonrpc = None;
         self.id = None;
-        self.has_method = false;
+        self.method = None;
         self.has_result = false;
         self.has_error = false;
     }
 
-    /// The routing fields recorded so far on this line.
-    pub(crate) fn envelope(&self) -> Envelope<'_> {
+    /// The routing fields recorded so far on this line, resolved against
+    /// the line's bytes (from its start, at least up to the last recorded
+    /// field).
+    pub(crate) fn envelope<'a>(&self, line: &'a [u8]) -> Envelope<'a> {
         Envelope {
-            jsonrpc: self.has_jsonrpc.then_some(self.jsonrpc.as_slice()),
-            id: self.id.map(|kind| match kind {
-                IdKind::Number => Id::Number(self.id_bytes.as_slice()),
-                IdKind::String => Id::String(self.id_bytes.as_slice()),
-                IdKind::Null => Id::Null,
+            jsonrpc: self.jsonrpc.and_then(|span| span.of(line)),
+            id: self.id.and_then(|(kind, span)| match kind {
+                IdKind::Number => span.of(line).map(Id::Number),
+                IdKind::String => span.of(line).map(Id::String),
+                IdKind::Null => Some(Id::Null),
             }),
-            method: self.has_method.then_some(self.method.as_slice()),
+            method: self.method.and_then(|span| span.of(line)),
             has_result: self.has_result,
             has_error: self.has_error,
         }
@@ -288,7 +262,7 @@ impl Validator {
                     match bytes.get(i) {
                         None => break,
                         Some(b'"') => {
-                            state = self.end_string(bytes, i);
+                            state = self.end_string(i);
                             // Minified JSON: `":` and `",` follow at once;
                             // take them here rather than through the loop.
                             match (state, bytes.get(i + 1)) {
@@ -411,7 +385,7 @@ impl Validator {
                             }
                             (num, _) if num.complete() && !b.is_ascii_digit() => {
                                 // The number ended; `b` belongs to what follows.
-                                self.end_token(bytes, i);
+                                self.end_token(i);
                                 state = State::After;
                                 break;
                             }
@@ -433,7 +407,7 @@ impl Validator {
                     i += 1;
                     state = if usize::from(matched) + 1 == word.len() {
                         if which == NULL && self.field == Field::Id && self.depth == 1 {
-                            self.id = Some(IdKind::Null);
+                            self.id = Some((IdKind::Null, Span { start: 0, end: 0 }));
                         }
                         State::After
                     } else {
@@ -515,10 +489,6 @@ impl Validator {
         if let Err((kind, at)) = outcome {
             return self.fail(kind, at);
         }
-        if self.capture != Capture::None {
-            self.capture_bytes(&bytes[self.capture_from..]);
-            self.capture_from = 0;
-        }
         self.fed += n as u64;
         Ok(())
     }
@@ -578,7 +548,7 @@ impl Validator {
         let key = if self.key_too_long { &[][..] } else { &self.key[..usize::from(self.key_len)] };
         self.field = match key {
             b"jsonrpc" => {
-                self.has_jsonrpc = false;
+                self.jsonrpc = None;
                 Field::JsonRpc
             }
             b"id" => {
@@ -586,7 +556,7 @@ impl Validator {
                 Field::Id
             }
             b"method" => {
-                self.has_method = false;
+                self.method = None;
                 Field::Method
             }
             b"result" => {
@@ -640,60 +610,36 @@ impl Validator {
     }
 
     #[inline]
-    fn end_string(&mut self, bytes: &[u8], i: usize) -> State {
+    fn end_string(&mut self, i: usize) -> State {
         if self.in_key {
             self.in_key = false;
             State::Colon
         } else {
-            self.end_token(bytes, i);
+            self.end_token(i);
             State::After
         }
     }
 
+    /// Starts recording the token that begins at `bytes[from]`.
     fn begin_capture(&mut self, capture: Capture, from: usize) {
         self.capture = capture;
-        self.capture_from = from;
-        match capture {
-            Capture::None => {}
-            Capture::JsonRpc => self.jsonrpc.clear(),
-            Capture::Method => self.method.clear(),
-            Capture::IdString | Capture::IdNumber => self.id_bytes.clear(),
-        }
+        self.capture_from = self.fed + from as u64;
     }
 
-    /// Appends part of the captured token, dropping the field if it grows
-    /// past [`Envelope::MAX_FIELD_BYTES`].
-    fn capture_bytes(&mut self, part: &[u8]) {
-        let buf = match self.capture {
-            Capture::None => return,
-            Capture::JsonRpc => &mut self.jsonrpc,
-            Capture::Method => &mut self.method,
-            Capture::IdString | Capture::IdNumber => &mut self.id_bytes,
-        };
-        if !buf.extend(part) {
-            // Too long to be a real id or method: record nothing.
-            self.capture = Capture::None;
-        }
-    }
-
-    /// The token being captured (if any) ends before `bytes[end]`.
+    /// The token being recorded (if any) ends before `bytes[end]`.
     #[inline]
-    fn end_token(&mut self, bytes: &[u8], end: usize) {
-        if self.capture != Capture::None {
-            self.end_capture(bytes, end);
+    fn end_token(&mut self, end: usize) {
+        if self.capture == Capture::None {
+            return;
         }
-    }
-
-    #[inline(never)]
-    fn end_capture(&mut self, bytes: &[u8], end: usize) {
-        let capture = self.capture;
-        self.capture_bytes(&bytes[self.capture_from..end]);
-        if self.capture != Capture::None {
-            match capture {
-                Capture::IdString => self.id = Some(IdKind::String),
-                Capture::IdNumber => self.id = Some(IdKind::Number),
-                Capture::JsonRpc => self.has_jsonrpc = true,
-                Capture::Method => self.has_method = true,
+        let span = Span { start: self.capture_from, end: self.fed + end as u64 };
+        // Longer than any real id or method: record nothing.
+        if span.end - span.start <= Envelope::MAX_FIELD_BYTES as u64 {
+            match self.capture {
+                Capture::IdString => self.id = Some((IdKind::String, span)),
+                Capture::IdNumber => self.id = Some((IdKind::Number, span)),
+                Capture::JsonRpc => self.jsonrpc = Some(span),
+                Capture::Method => self.method = Some(span),
                 Capture::None => {}
             }
         }
@@ -828,7 +774,7 @@ mod tests {
             v.feed(&line[..cut]).unwrap();
             v.feed(&line[cut..]).unwrap();
             v.finish().unwrap();
-            let env = v.envelope();
+            let env = v.envelope(line);
             assert_eq!(env.jsonrpc, Some(&b"2.0"[..]), "cut {cut}");
             assert_eq!(env.id, Some(Id::String(br#"a\"b"#)), "cut {cut}");
             assert_eq!(env.method, Some(&b"tools/call"[..]), "cut {cut}");
@@ -839,16 +785,19 @@ mod tests {
     #[test]
     fn escaped_keys_and_number_and_null_ids() {
         let mut v = Validator::new(128);
-        v.feed(br#"{"\u0069d":-12.5e3,"method":"x"}"#).unwrap();
+        let line = br#"{"\u0069d":-12.5e3,"method":"x"}"#;
+        v.feed(line).unwrap();
         v.finish().unwrap();
-        assert_eq!(v.envelope().id, Some(Id::Number(b"-12.5e3")));
+        assert_eq!(v.envelope(line).id, Some(Id::Number(b"-12.5e3")));
         let mut v = Validator::new(128);
-        v.feed(br#"{"id":null,"error":{}}"#).unwrap();
+        let line = br#"{"id":null,"error":{}}"#;
+        v.feed(line).unwrap();
         v.finish().unwrap();
-        assert_eq!(v.envelope().id, Some(Id::Null));
+        assert_eq!(v.envelope(line).id, Some(Id::Null));
         let mut v = Validator::new(128);
-        v.feed(br#"{"id":{"x":1},"id":[2]}"#).unwrap();
+        let line = br#"{"id":{"x":1},"id":[2]}"#;
+        v.feed(line).unwrap();
         v.finish().unwrap();
-        assert_eq!(v.envelope().id, None);
+        assert_eq!(v.envelope(line).id, None);
     }
 }
