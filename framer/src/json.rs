@@ -668,48 +668,31 @@ static STRING_SPECIAL: [bool; 256] = {
 /// The length of the plain run at the start of `s`: bytes up to the first
 /// quote, backslash or control character (or all of `s`).
 ///
-/// Eight bytes at a time as one `u64` (SWAR, see [`special_lanes`]); the
-/// lowest flagged lane is exact.
+/// Sixteen bytes per step with vector compares (`wide`: SSE2 on x86-64,
+/// simd128 on wasm when enabled, plain lanes elsewhere), the tail by table.
 #[inline(always)]
 fn plain_run(s: &[u8]) -> usize {
     let mut i = 0;
-    // Two words per step while there is room: half the loop overhead on the
-    // long runs of text results.
-    while let Some(pair) = s.get(i..i + 16) {
-        let (a, b) = pair.split_at(8);
-        let (a, b) = (special_lanes(a), special_lanes(b));
-        if a | b != 0 {
-            return i + if a != 0 { lowest_lane(a) } else { 8 + lowest_lane(b) };
+    while let Some(block) = s.get(i..i + 16) {
+        let specials = special_mask(block.try_into().expect("sixteen bytes"));
+        if specials != 0 {
+            return i + specials.trailing_zeros() as usize;
         }
         i += 16;
-    }
-    if let Some(word) = s.get(i..i + 8) {
-        let a = special_lanes(word);
-        if a != 0 {
-            return i + lowest_lane(a);
-        }
-        i += 8;
     }
     i + s[i..].iter().position(|&b| STRING_SPECIAL[usize::from(b)]).unwrap_or(s.len() - i)
 }
 
-/// The high bit of each lane of `word` (eight bytes) that holds a quote, a
-/// backslash or a control character; lanes above a true hit may be flagged
-/// too (borrow), never lanes below it.
+/// Bit `k` is set when `block[k]` is a quote, a backslash or below 0x20.
 #[inline(always)]
-fn special_lanes(word: &[u8]) -> u64 {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let x = u64::from_le_bytes(word.try_into().expect("eight bytes"));
-    let quote = x ^ (LO * u64::from(b'"'));
-    let backslash = x ^ (LO * u64::from(b'\\'));
-    ((quote.wrapping_sub(LO) & !quote) | (backslash.wrapping_sub(LO) & !backslash) | (x.wrapping_sub(LO * 0x20) & !x))
-        & HI
-}
-
-#[inline(always)]
-fn lowest_lane(lanes: u64) -> usize {
-    (lanes.trailing_zeros() / 8) as usize
+fn special_mask(block: [u8; 16]) -> u32 {
+    use wide::{CmpEq, u8x16};
+    let lanes = u8x16::new(block);
+    let quote = lanes.simd_eq(u8x16::splat(b'"'));
+    let backslash = lanes.simd_eq(u8x16::splat(b'\\'));
+    // `min(x, 0x1F) == x` exactly when x <= 0x1F (unsigned).
+    let control = lanes.min(u8x16::splat(0x1F)).simd_eq(lanes);
+    (quote | backslash | control).to_bitmask()
 }
 
 #[cfg(test)]
