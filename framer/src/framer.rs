@@ -219,6 +219,7 @@ impl Framer {
                 return;
             }
             self.buf.push(b'\r');
+            self.note_buffered();
         }
         if let [body @ .., b'\r'] = piece {
             // Hold a trailing `\r` back: if the newline follows, it is not

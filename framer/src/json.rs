@@ -686,7 +686,7 @@ fn plain_run(s: &[u8]) -> usize {
 /// Bit `k` is set when `block[k]` is a quote, a backslash or below 0x20.
 #[inline(always)]
 fn special_mask(block: [u8; 16]) -> u32 {
-    use wide::{CmpEq, u8x16};
+    use wide::u8x16;
     let lanes = u8x16::new(block);
     let quote = lanes.simd_eq(u8x16::splat(b'"'));
     let backslash = lanes.simd_eq(u8x16::splat(b'\\'));

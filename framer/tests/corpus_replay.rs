@@ -6,9 +6,9 @@
 //! being checked on stable, without libFuzzer.
 //!
 //! Layouts (see `fuzz/src/case.rs` and `fuzz/src/json_line.rs`): files of
-//! `chunking` and `differential` start with a 4-byte header and
-//! `json_validation` files with a 2-byte header, stripped here; files of the
-//! structured targets are replayed as raw bytes.
+//! `chunking`, `differential` and `component_parity` start with a 4-byte
+//! header and `json_validation` files with a 2-byte header, stripped here;
+//! files of the structured targets are replayed as raw bytes.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -27,7 +27,7 @@ fn corpus() -> &'static [(String, Vec<u8>)] {
         for target in fs::read_dir(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display())) {
             let target = target.unwrap().path();
             let header = match target.file_name().and_then(|n| n.to_str()) {
-                Some("chunking" | "differential") => 4,
+                Some("chunking" | "differential" | "component_parity") => 4,
                 Some("json_validation") => 2,
                 _ => 0,
             };

@@ -44,7 +44,9 @@ pub(super) fn worst_notice(config: &ResultConfig) -> NoticeLen {
     // Every kept entry and every kept byte of a cut text costs at least
     // a byte of the budget, so neither count exceeds it.
     let budget = config.budget_bytes;
-    let cut = Some((budget, usize::MAX));
+    // `u64`, not `usize`: the reserve must not depend on the platform's
+    // word size, or the wasm component and native code would disagree.
+    let cut = Some((budget as u64, u64::MAX));
     let mut summary_escaped = 0;
     for kept in [1, budget as u64] {
         for total in [None, Some(u64::MAX)] {
@@ -88,7 +90,7 @@ pub(super) fn summary(
     config: &ResultConfig,
     kept: u64,
     total: Option<u64>,
-    cut: Option<(usize, usize)>,
+    cut: Option<(u64, u64)>,
     cursor: Option<&str>,
 ) -> String {
     let mut text = match total {
@@ -110,8 +112,8 @@ pub(super) fn summary(
     if let Some((kept_bytes, of)) = cut {
         text.push_str(&format!(
             " The last text was cut after {} of {} bytes.",
-            grouped(kept_bytes as u64),
-            grouped(of as u64)
+            grouped(kept_bytes),
+            grouped(of)
         ));
     }
     match cursor {

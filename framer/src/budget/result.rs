@@ -355,7 +355,7 @@ impl ResultBuilder {
                 &self.config,
                 counted as u64,
                 continuation.total_estimate,
-                self.cut,
+                self.cut.map(|(kept, of)| (kept as u64, of as u64)),
                 cursor,
             );
             Some(Notice {

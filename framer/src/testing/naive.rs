@@ -6,7 +6,6 @@
 //! every chunking (see [`super::Outcome`] for what "agree" means).
 
 use alloc::collections::BTreeMap;
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde::de::IgnoredAny;
@@ -101,10 +100,10 @@ fn nesting_depth(bytes: &[u8]) -> usize {
 /// The envelope as `serde_json` sees it: last duplicate key wins, values
 /// kept as raw tokens.
 pub fn serde_envelope(message: &[u8]) -> OwnedEnvelope {
-    let Ok(map) = serde_json::from_slice::<BTreeMap<String, &RawValue>>(message) else {
+    let Ok(map) = serde_json::from_slice::<BTreeMap<KeyBytes, &RawValue>>(message) else {
         return OwnedEnvelope::default();
     };
-    let raw = |key: &str| map.get(key).map(|v| v.get().as_bytes());
+    let raw = |key: &str| map.get(key.as_bytes()).map(|v| v.get().as_bytes());
     let string_contents = |token: &[u8]| {
         let inner = token.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
         (inner.len() <= Envelope::MAX_FIELD_BYTES).then(|| inner.to_vec())
@@ -121,7 +120,37 @@ pub fn serde_envelope(message: &[u8]) -> OwnedEnvelope {
         jsonrpc: raw("jsonrpc").and_then(string_contents),
         id,
         method: raw("method").and_then(string_contents),
-        has_result: map.contains_key("result"),
-        has_error: map.contains_key("error"),
+        has_result: map.contains_key(&b"result"[..]),
+        has_error: map.contains_key(&b"error"[..]),
+    }
+}
+
+/// A key as `serde_json` decodes it to bytes, so a key it cannot make a
+/// `String` of (a lone surrogate escape) is kept rather than failing the map.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct KeyBytes(Vec<u8>);
+
+impl core::borrow::Borrow<[u8]> for KeyBytes {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for KeyBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Bytes;
+        impl serde::de::Visitor<'_> for Bytes {
+            type Value = KeyBytes;
+            fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<KeyBytes, E> {
+                Ok(KeyBytes(v.to_vec()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<KeyBytes, E> {
+                Ok(KeyBytes(v.as_bytes().to_vec()))
+            }
+        }
+        de.deserialize_bytes(Bytes)
     }
 }

@@ -1,0 +1,33 @@
+//! Writes the generated seed corpus: `cargo run --example seed_corpus`.
+//!
+//! Only `seed-*` files are rewritten (stale ones removed); inputs found by
+//! fuzzing and `regression-*` files are kept.
+
+use std::fs;
+use std::path::Path;
+
+fn main() -> std::io::Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let mut total = 0;
+    for (target, seeds) in drainpipe_fuzz::seeds::all() {
+        let dir = root.join(target);
+        fs::create_dir_all(&dir)?;
+        for entry in fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("seed-"))
+            {
+                fs::remove_file(path)?;
+            }
+        }
+        for (n, seed) in seeds.iter().enumerate() {
+            fs::write(dir.join(format!("seed-{n:03}")), seed)?;
+            total += seed.len();
+        }
+        println!("{target}: {} seeds", seeds.len());
+    }
+    println!("{total} bytes in all");
+    Ok(())
+}

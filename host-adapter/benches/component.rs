@@ -1,0 +1,140 @@
+//! The framer component against the native framer, same data, same run:
+//! throughput on the *large* and *small* workloads (64 KiB chunks), and what
+//! it costs to get a session: cold compile, cached load, instantiation.
+//!
+//! `cargo bench -p drainpipe-host --bench component`
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use drainpipe_framer::owned::OwnedEvent;
+use drainpipe_framer::testing::workload;
+use drainpipe_framer::{Config, Event, Framer};
+use drainpipe_host::backend::{FramerBackend, NativeFramer};
+use drainpipe_host::component::{
+    COMPONENT_WASM, ComponentFramer, GuestLimits, Sandbox, SandboxOptions,
+};
+use wasmtime::component::Component;
+
+const CHUNK: usize = 64 * 1024;
+
+fn workloads() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("large", workload::large(4, 8 << 20, 1)),
+        ("small", workload::small(1_000_000, 2)),
+    ]
+}
+
+fn config() -> Config {
+    Config::default().with_max_frame_bytes(16 << 20)
+}
+
+fn native_callback(framer: &mut Framer, data: &[u8]) -> u64 {
+    let mut frames = 0u64;
+    for chunk in data.chunks(CHUNK) {
+        framer.push(chunk, |event| {
+            if let Event::Frame(f) = event {
+                frames += f.bytes.len() as u64;
+            }
+        });
+    }
+    framer.finish(|_| {});
+    frames
+}
+
+fn through_backend(
+    backend: &mut dyn FramerBackend,
+    data: &[u8],
+    events: &mut Vec<OwnedEvent>,
+) -> usize {
+    let mut n = 0;
+    for chunk in data.chunks(CHUNK) {
+        events.clear();
+        backend.push(chunk, events).unwrap();
+        n += events.len();
+    }
+    backend.finish(events).unwrap();
+    n
+}
+
+fn component_batches(framer: &mut ComponentFramer, data: &[u8]) -> usize {
+    let mut n = 0;
+    for chunk in data.chunks(CHUNK) {
+        n += framer.push_batch(chunk).unwrap().events.len();
+    }
+    n + framer.finish_batch().unwrap().events.len()
+}
+
+fn throughput(c: &mut Criterion) {
+    let sandbox = Sandbox::shared().unwrap();
+    let limits = GuestLimits::for_config(&config(), CHUNK);
+    for (name, data) in workloads() {
+        let mut group = c.benchmark_group(format!("throughput/{name}"));
+        group.throughput(Throughput::Bytes(data.len() as u64));
+        group.sample_size(10);
+        group.measurement_time(Duration::from_secs(8));
+        let mut native = Framer::new(config());
+        group.bench_function("native, borrowed events", |b| {
+            b.iter(|| native_callback(&mut native, black_box(&data)))
+        });
+        let mut guest = sandbox.framer(config(), limits).unwrap();
+        group.bench_function("component, span batches", |b| {
+            b.iter(|| component_batches(&mut guest, black_box(&data)))
+        });
+        let mut events = Vec::new();
+        let mut native = NativeFramer::new(config());
+        group.bench_function("native, owned events", |b| {
+            b.iter(|| through_backend(&mut native, black_box(&data), &mut events))
+        });
+        let mut guest = sandbox.framer(config(), limits).unwrap();
+        group.bench_function("component, owned events", |b| {
+            b.iter(|| through_backend(&mut guest, black_box(&data), &mut events))
+        });
+        group.finish();
+    }
+}
+
+fn loading(c: &mut Criterion) {
+    let mut group = c.benchmark_group("load");
+    group.sample_size(20);
+    let engine = wasmtime::Engine::new(&Sandbox::engine_config()).unwrap();
+    group.bench_function("Component::new, cold", |b| {
+        b.iter(|| Component::new(&engine, COMPONENT_WASM).unwrap())
+    });
+    let component = Component::new(&engine, COMPONENT_WASM).unwrap();
+    group.bench_function("Component::serialize", |b| {
+        b.iter(|| component.serialize().unwrap())
+    });
+
+    // The path a host takes at start-up: a fresh engine whose cache already
+    // holds the compiled code (read, checked and mapped; no compilation).
+    let dir = std::env::temp_dir().join(format!("drainpipe-bench-cache-{}", std::process::id()));
+    let options = SandboxOptions {
+        cache_dir: Some(dir.clone()),
+    };
+    drop(Sandbox::new(&options).unwrap());
+    group.bench_function("Sandbox::new, cached code", |b| {
+        b.iter(|| {
+            let sandbox = Sandbox::new(&options).unwrap();
+            assert_eq!(sandbox.cache_hits(), 1);
+            sandbox
+        })
+    });
+    group.bench_function("Sandbox::new, no cache", |b| {
+        b.iter(|| Sandbox::new(&SandboxOptions { cache_dir: None }).unwrap())
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let sandbox = Sandbox::shared().unwrap();
+    let config = Config::default();
+    let limits = GuestLimits::for_config(&config, CHUNK);
+    group.bench_function(
+        "session (instantiate_pre + constructor), default limits",
+        |b| b.iter(|| sandbox.framer(config, limits).unwrap()),
+    );
+    group.finish();
+}
+
+criterion_group!(benches, throughput, loading);
+criterion_main!(benches);

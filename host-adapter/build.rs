@@ -1,0 +1,218 @@
+//! Builds the two components from `guest/` and hands their paths to the
+//! crate: `DRAINPIPE_FRAMER_COMPONENT` (world `framer`: framing only, the
+//! small one) and `DRAINPIPE_FULL_COMPONENT` (world `drainpipe`: framing and
+//! the result budget).
+//!
+//! Steps: make sure the `wasm32-unknown-unknown` target is installed (adding
+//! it with rustup, or failing with one line that says what to run), build the
+//! guest with a nested cargo in its own target dir, then encode the core
+//! module as a component with `wit-component`.
+
+use std::env;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const TARGET: &str = "wasm32-unknown-unknown";
+/// SIMD for memchr and simdutf8 in the guest; every host we target
+/// (wasmtime, Node, Chromium) runs wasm SIMD.
+const GUEST_RUSTFLAGS: &str = "-Ctarget-feature=+simd128";
+
+fn main() {
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let guest_dir = manifest_dir.join("guest");
+    let workspace_dir = manifest_dir
+        .parent()
+        .expect("host-adapter lives in the workspace")
+        .to_path_buf();
+
+    for watched in [
+        guest_dir.join("src"),
+        guest_dir.join("Cargo.toml"),
+        guest_dir.join("Cargo.lock"),
+        workspace_dir.join("wit"),
+        workspace_dir.join("framer").join("src"),
+        workspace_dir.join("framer").join("Cargo.toml"),
+    ] {
+        println!("cargo:rerun-if-changed={}", watched.display());
+    }
+
+    let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    ensure_wasm_target(&rustc);
+
+    let target_dir = guest_target_dir(&out_dir);
+    for (features, name, env_var) in [
+        (None, "drainpipe_framer.wasm", "DRAINPIPE_FRAMER_COMPONENT"),
+        (
+            Some("budget"),
+            "drainpipe_full.wasm",
+            "DRAINPIPE_FULL_COMPONENT",
+        ),
+    ] {
+        // Both builds write the same module file: encode each right after
+        // its build.
+        build_guest(&guest_dir, &target_dir, features);
+        let module_path = target_dir
+            .join(TARGET)
+            .join("release")
+            .join("drainpipe_framer_component.wasm");
+        let module = std::fs::read(&module_path).unwrap_or_else(|e| {
+            fail(&format!(
+                "cannot read the guest module {}: {e}",
+                module_path.display()
+            ))
+        });
+        let component = wit_component::ComponentEncoder::default()
+            .module(&module)
+            .and_then(|encoder| encoder.validate(true).encode())
+            .unwrap_or_else(|e| fail(&format!("cannot encode the guest as a component: {e:#}")));
+        let component_path = out_dir.join(name);
+        write_if_changed(&component_path, &component);
+        // A stable copy for the JavaScript package and other tools.
+        write_if_changed(&target_dir.join(name), &component);
+        println!("cargo:rustc-env={env_var}={}", component_path.display());
+    }
+}
+
+/// Adds the wasm target for the toolchain that runs this build if it is
+/// missing (RUSTUP_AUTO_INSTALL=0 means nobody else will).
+fn ensure_wasm_target(rustc: &OsString) {
+    let sysroot = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let installed = |root: &Path| {
+        root.join("lib")
+            .join("rustlib")
+            .join(TARGET)
+            .join("lib")
+            .is_dir()
+    };
+    if sysroot.as_deref().is_some_and(installed) {
+        return;
+    }
+    let mut add = Command::new("rustup");
+    add.args(["target", "add", TARGET]);
+    if let Some(toolchain) = env::var_os("RUSTUP_TOOLCHAIN") {
+        add.arg("--toolchain").arg(toolchain);
+    }
+    let added = add
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !added || !sysroot.as_deref().is_some_and(installed) {
+        fail(&format!(
+            "the {TARGET} target is missing; run: rustup target add {TARGET}"
+        ));
+    }
+}
+
+/// `target/wasm-guest` beside the host's profile dirs, so debug, release and
+/// test builds of the host share one warm guest build.
+fn guest_target_dir(out_dir: &Path) -> PathBuf {
+    // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out.
+    out_dir
+        .ancestors()
+        .find(|dir| dir.file_name().is_some_and(|name| name == "build"))
+        .and_then(|build| build.parent()?.parent())
+        .map(|target| target.join("wasm-guest"))
+        .unwrap_or_else(|| out_dir.join("wasm-guest"))
+}
+
+fn build_guest(guest_dir: &Path, target_dir: &Path, features: Option<&str>) {
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(guest_dir)
+        .args(["build", "--release", "--target", TARGET, "--manifest-path"])
+        .arg(guest_dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir);
+    if let Some(features) = features {
+        cmd.args(["--features", features]);
+    }
+    // The outer build's flags are for the host target (and under cargo-fuzz
+    // carry sanitizer flags); its wrapper, target dir and jobserver belong to
+    // the outer cargo. None of them may leak into the wasm build.
+    for (key, _) in env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_ENCODED_RUSTFLAGS")
+            || key.starts_with("RUSTFLAGS")
+            || key.starts_with("RUSTDOCFLAGS")
+            || key.starts_with("RUSTC_WRAPPER")
+            || key.starts_with("RUSTC_WORKSPACE_WRAPPER")
+            || key.starts_with("CARGO_BUILD_")
+            || key.starts_with("CARGO_TARGET_")
+            || key.starts_with("CARGO_PROFILE_")
+            || key.starts_with("CARGO_CFG_")
+            || key.starts_with("CARGO_FEATURE_")
+            || matches!(
+                &*key,
+                "CARGO_MAKEFLAGS" | "MAKEFLAGS" | "MFLAGS" | "CARGO_TARGET_DIR" | "CARGO_LLVM_COV"
+            )
+        {
+            cmd.env_remove(&*key);
+        }
+    }
+    // Panic locations name source files: keep this machine's paths out of
+    // the component (its bytes, and so its cache key, stay the same on
+    // every machine with the same sources).
+    let mut flags = vec![GUEST_RUSTFLAGS.to_string()];
+    let cargo_home = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    if let Some(cargo_home) = cargo_home {
+        flags.push(format!(
+            "--remap-path-prefix={}=/cargo",
+            cargo_home.display()
+        ));
+        // Registry sources sit under a directory named after the index;
+        // the last matching remap wins, so these go after the one above.
+        let registries = std::fs::read_dir(cargo_home.join("registry").join("src"))
+            .into_iter()
+            .flatten();
+        for index in registries.flatten() {
+            flags.push(format!(
+                "--remap-path-prefix={}=/deps",
+                index.path().display()
+            ));
+        }
+    }
+    if let Some(workspace) = guest_dir.parent().and_then(Path::parent) {
+        flags.push(format!(
+            "--remap-path-prefix={}=/drainpipe",
+            workspace.display()
+        ));
+    }
+    cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
+    // Hidden unless it fails: a warm rebuild is a no-op.
+    let output = cmd.output().unwrap_or_else(|e| {
+        fail(&format!(
+            "cannot run cargo to build the framer component: {e}"
+        ))
+    });
+    if !output.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+        fail(
+            "building the framer component (host-adapter/guest) failed; see the cargo output above",
+        );
+    }
+}
+
+fn write_if_changed(path: &Path, bytes: &[u8]) {
+    if std::fs::read(path).is_ok_and(|old| old == bytes) {
+        return;
+    }
+    std::fs::write(path, bytes)
+        .unwrap_or_else(|e| fail(&format!("cannot write {}: {e}", path.display())));
+}
+
+fn fail(message: &str) -> ! {
+    // One line, so it is the line a reader sees at the bottom of the build log.
+    eprintln!("error: drainpipe-host: {message}");
+    std::process::exit(1);
+}

@@ -1,0 +1,74 @@
+// Runs the parity vectors in headless Chromium: serves this package on
+// 127.0.0.1, opens browser/index.html, waits for the page's report.
+//
+//   npm run build && npm run test:browser
+// Chromium comes from Debian's `chromium` package (or set $CHROMIUM).
+import { spawn, execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, extname, join, normalize, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const TIMEOUT_MS = 120_000;
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'application/json', '.wasm': 'application/wasm' };
+
+const findChromium = () => {
+  if (process.env.CHROMIUM) return process.env.CHROMIUM;
+  for (const name of ['chromium', 'chromium-browser', 'google-chrome']) {
+    try {
+      return execFileSync('which', [name], { encoding: 'utf8' }).trim();
+    } catch { /* try the next name */ }
+  }
+  console.error('chromium not found: apt-get install chromium (or set CHROMIUM=/path/to/chrome)');
+  process.exit(2);
+};
+
+let resolveReport;
+const reported = new Promise((resolve) => { resolveReport = resolve; });
+
+const server = createServer((req, res) => {
+  if (req.method === 'POST' && req.url === '/report') {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => { res.end('ok'); resolveReport(JSON.parse(body)); });
+    return;
+  }
+  const path = normalize(join(root, decodeURIComponent(new URL(req.url, 'http://x').pathname)));
+  if (!path.startsWith(root + sep) || !statSync(path, { throwIfNoEntry: false })?.isFile()) {
+    res.writeHead(404).end();
+    return;
+  }
+  res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' });
+  res.end(readFileSync(path));
+});
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const url = `http://127.0.0.1:${server.address().port}/browser/index.html`;
+
+const profile = mkdtempSync(join(tmpdir(), 'drainpipe-chromium-'));
+const browser = spawn(findChromium(), [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--no-first-run', `--user-data-dir=${profile}`, url,
+], { stdio: ['ignore', 'ignore', 'pipe'] });
+let stderr = '';
+browser.stderr.on('data', (d) => { stderr += d; });
+const exited = new Promise((resolve) => browser.on('exit', (code) => resolve(code)));
+
+const timeout = new Promise((resolve) => setTimeout(() => resolve('timeout'), TIMEOUT_MS));
+const outcome = await Promise.race([reported, timeout, exited.then((code) => `chromium exited early (${code})`)]);
+browser.kill('SIGTERM');
+await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+server.close();
+rmSync(profile, { recursive: true, force: true });
+
+if (typeof outcome === 'string') {
+  console.error(`browser parity: ${outcome}\n${stderr.slice(-2000)}`);
+  process.exit(1);
+}
+const { cases, events, failures, ms, userAgent } = outcome;
+console.log(`browser parity (${userAgent}): ${cases} cases, ${events} events in ${ms} ms`);
+for (const f of failures.slice(0, 10)) console.error(`  ${f}`);
+const passed = failures.length === 0 && cases > 100;
+console.log(`${passed ? 1 : 0} passed, ${passed ? 0 : 1} failed`);
+process.exit(passed ? 0 : 1);

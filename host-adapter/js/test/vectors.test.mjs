@@ -1,0 +1,34 @@
+// Node runs the same component as wasmtime on the native framer's vectors.
+// Needs `npm run build` first (it writes dist/).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+
+import { Framer } from '../index.js';
+import { runCases } from '../check.mjs';
+
+const vectors = JSON.parse(readFileSync(new URL('../dist/vectors.json', import.meta.url)));
+
+test('component in Node matches the native framer on every vector', { timeout: 120_000 }, () => {
+  const { cases, events, failures } = runCases(Framer, vectors);
+  assert.ok(cases > 100, `only ${cases} cases`);
+  assert.ok(events > 1000, `only ${events} events`);
+  assert.deepEqual(failures.slice(0, 5), []);
+});
+
+test('frames inside a chunk are views of it, not copies', { timeout: 10_000 }, () => {
+  const framer = new Framer();
+  const chunk = new TextEncoder().encode('{"jsonrpc":"2.0","id":1,"result":{}}\n');
+  const [frame] = framer.push(chunk);
+  assert.equal(frame.tag, 'frame');
+  assert.equal(frame.bytes.buffer, chunk.buffer);
+  assert.equal(new TextDecoder().decode(frame.envelope.jsonrpc), '2.0');
+});
+
+test('an oversize line names the request to fail', { timeout: 10_000 }, () => {
+  const framer = new Framer({ maxFrameBytes: 32 });
+  const events = framer.push(new TextEncoder().encode(`{"id":7,"result":"${'a'.repeat(100)}"}\n`));
+  assert.deepEqual(events.map((e) => e.tag), ['oversize', 'discarded']);
+  assert.equal(new TextDecoder().decode(events[0].envelope.id.raw), '7');
+  assert.equal(framer.stats().oversize, 1);
+});

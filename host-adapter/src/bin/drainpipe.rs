@@ -1,0 +1,68 @@
+//! `drainpipe`: keeps MCP stdio servers from stalling on a full pipe.
+//!
+//! Parses the command line and hands over to one file per subcommand in
+//! `src/cli/`. Logs and diagnostics go to stderr; stdout carries only each
+//! subcommand's output.
+
+#[path = "../cli/mod.rs"]
+mod cli;
+#[path = "../fixture/mod.rs"]
+mod fixture;
+
+use clap::{Parser, Subcommand};
+
+/// Keeps MCP stdio servers from stalling on a full pipe: a transport limit
+/// checked before any JSON is parsed, a reader that never stops reading,
+/// cancellation that reaches the producer.
+#[derive(Debug, Parser)]
+#[command(name = "drainpipe", version, after_help = cli::EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands; each one's help comes from its arguments' docs.
+#[derive(Debug, Subcommand)]
+enum Command {
+    Demo(cli::demo::DemoArgs),
+    Proxy(cli::proxy::ProxyArgs),
+    Check(cli::check::CheckArgs),
+    Frame(cli::frame::FrameArgs),
+    /// Run the built-in fixture server (used by `demo` and the tests).
+    #[command(hide = true)]
+    Fixture {
+        /// The fixture's own switches (`drainpipe fixture --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Demo(args) => cli::demo::run(args),
+        Command::Proxy(args) => cli::proxy::run(args),
+        Command::Check(args) => cli::check::run(args),
+        Command::Frame(args) => cli::frame::run(args),
+        Command::Fixture { args } => run_fixture(args),
+    };
+    std::process::exit(code);
+}
+
+fn run_fixture(args: Vec<String>) -> i32 {
+    fixture::set_self_args(&["fixture"]);
+    match fixture::Options::parse(args) {
+        Ok(Some(options)) => fixture::run(options),
+        Ok(None) => {
+            println!(
+                "{}",
+                fixture::USAGE.replace("drainpipe-fixture", "drainpipe fixture")
+            );
+            cli::EXIT_OK
+        }
+        Err(message) => {
+            eprintln!("drainpipe fixture: {message} (see --help)");
+            cli::EXIT_USAGE
+        }
+    }
+}

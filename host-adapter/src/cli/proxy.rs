@@ -1,0 +1,169 @@
+//! `drainpipe proxy -- <server command>`: the guarded proxy as a process.
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use drainpipe_framer::Config;
+use drainpipe_host::proxy::{self, ProxyConfig, ProxyMetrics, StderrSink};
+use drainpipe_host::session::ShutdownTimeouts;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use super::parse_duration;
+use super::size::parse_size;
+
+/// Run an MCP server behind a guarded stdio proxy.
+///
+/// Put `drainpipe proxy --` in front of the server command in a host's
+/// configuration. Both
+/// directions are framed with a transport limit; an oversize or malformed
+/// message is never forwarded, and the request it answered gets a JSON-RPC
+/// error instead; stray lines on the server's stdout go to stderr; the
+/// server's stdout and stderr are always drained. Exits with the server's
+/// status.
+#[derive(Debug, Args)]
+#[command(after_help = super::EXIT_CODES)]
+pub(crate) struct ProxyArgs {
+    /// The transport limit, both directions: the longest message forwarded,
+    /// in bytes on the wire (e.g. 4MiB, 512KiB, 1GB).
+    #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size)]
+    max_frame: usize,
+    /// Clip `tools/call` results to this content budget (bytes on the wire of
+    /// the whole response), marking them `structuredContent.truncated`.
+    /// Off by default.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    clip: Option<usize>,
+    /// The deepest nesting of objects and arrays accepted in a message.
+    #[arg(long, value_name = "N", default_value_t = Config::DEFAULT_MAX_DEPTH)]
+    max_depth: u32,
+    /// Messages queued per direction for a peer that reads slowly.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    queue: usize,
+    /// After the host closes stdin, how long the server gets to exit before
+    /// SIGTERM (then 2 s more before SIGKILL).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    grace: Duration,
+    /// Metrics printed when the proxy exits.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    metrics: MetricsFormat,
+    /// Write the metrics to this file instead of stderr.
+    #[arg(long, value_name = "PATH")]
+    metrics_file: Option<PathBuf>,
+    /// The server command and its arguments.
+    #[arg(required = true, last = true, value_name = "SERVER COMMAND")]
+    server: Vec<String>,
+}
+
+/// How the exit metrics are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum MetricsFormat {
+    /// A few lines for people.
+    Text,
+    /// One line of JSON.
+    Json,
+    /// Nothing.
+    None,
+}
+
+/// Runs `drainpipe proxy`; returns the exit code (the server's).
+pub(crate) fn run(args: ProxyArgs) -> i32 {
+    let config = ProxyConfig {
+        framer: Config::default()
+            .with_max_frame_bytes(args.max_frame)
+            .with_max_depth(args.max_depth),
+        clip_bytes: args.clip,
+        queue_frames: args.queue,
+        shutdown: ShutdownTimeouts {
+            after_close: args.grace,
+            ..ProxyConfig::default().shutdown
+        },
+        ..ProxyConfig::default()
+    };
+    let (sink, closer) = StderrSink::stderr();
+    if let Some(clip) = args.clip
+        && clip > args.max_frame
+    {
+        sink.line(&format!(
+            "--clip {clip} is above --max-frame {}: results are rejected by the transport limit before they could be clipped",
+            args.max_frame
+        ));
+    }
+    let mut command = tokio::process::Command::new(&args.server[0]);
+    command.args(&args.server[1..]);
+    let runtime = super::runtime();
+    let outcome = runtime.block_on(async {
+        let stop = CancellationToken::new();
+        watch_signals(stop.clone(), sink.clone())?;
+        proxy::run(
+            command,
+            config,
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            sink.clone(),
+            stop,
+        )
+        .await
+    });
+    let code = match outcome {
+        Ok(outcome) => {
+            report(&args, &outcome.metrics, &sink);
+            outcome.exit_code()
+        }
+        Err(error) => {
+            sink.line(&format!("could not start `{}`: {error}", args.server[0]));
+            match error.kind() {
+                io::ErrorKind::NotFound => 127,
+                _ => 126,
+            }
+        }
+    };
+    drop(sink);
+    closer.close(Duration::from_secs(1));
+    // The host's stdin may still be open in a blocked read: do not wait for it.
+    std::process::exit(code)
+}
+
+fn report(args: &ProxyArgs, metrics: &ProxyMetrics, sink: &StderrSink) {
+    let text = match args.metrics {
+        MetricsFormat::Text => metrics.to_text(),
+        MetricsFormat::Json => metrics.to_json() + "\n",
+        MetricsFormat::None => return,
+    };
+    match &args.metrics_file {
+        Some(path) => {
+            if let Err(error) = std::fs::write(path, &text) {
+                sink.line(&format!(
+                    "could not write metrics to {}: {error}",
+                    path.display()
+                ));
+            }
+        }
+        None => {
+            sink.write(text.as_bytes());
+        }
+    }
+}
+
+/// SIGTERM, SIGINT and SIGHUP ask the server to stop; the proxy exits when it has.
+fn watch_signals(stop: CancellationToken, sink: StderrSink) -> io::Result<()> {
+    for kind in [
+        SignalKind::terminate(),
+        SignalKind::interrupt(),
+        SignalKind::hangup(),
+    ] {
+        let mut signals = signal(kind)?;
+        let stop = stop.clone();
+        let sink = sink.clone();
+        tokio::spawn(async move {
+            while signals.recv().await.is_some() {
+                if stop.is_cancelled() {
+                    sink.line("second signal: waiting for the server to end");
+                }
+                stop.cancel();
+            }
+        });
+    }
+    Ok(())
+}

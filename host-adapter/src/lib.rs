@@ -1,0 +1,26 @@
+//! The native host of drainpipe.
+//!
+//! `drainpipe-framer` decides what the bytes mean; this crate owns every
+//! process, pipe, task, clock and syscall around it:
+//!
+//! - [`backend`]: the framer behind one trait, either native or the
+//!   WebAssembly component run in a capped wasmtime sandbox.
+//! - [`component`]: that sandbox: the framer component (`wit/framer.wit`)
+//!   compiled once per process, one capped instance per session.
+//! - [`session`]: the client side: an MCP stdio server as a child process,
+//!   behind a reader that never stops reading.
+//! - [`proxy`]: a transparent stdio proxy that puts the transport limit
+//!   (and optionally the content budget) in front of any MCP server.
+//! - `rmcp` (feature `rmcp`): the session as a transport for the official
+//!   Rust MCP SDK's client.
+//! - [`server`]: the server side, for tool authors: bounded subprocesses and
+//!   cancellation of in-flight work.
+#![forbid(unsafe_code)]
+
+pub mod backend;
+pub mod component;
+pub mod proxy;
+#[cfg(feature = "rmcp")]
+pub mod rmcp;
+pub mod server;
+pub mod session;

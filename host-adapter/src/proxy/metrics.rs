@@ -1,0 +1,120 @@
+//! What the proxy counted, printed at exit.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+/// Counters of one direction. Sizes are bytes on the wire.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct DirectionMetrics {
+    /// Bytes read from the peer.
+    pub bytes: u64,
+    /// Messages forwarded.
+    pub frames: u64,
+    /// The largest message forwarded, in bytes without its newline.
+    pub largest_frame_bytes: u64,
+    /// Lines rejected for passing the transport limit (never forwarded).
+    pub oversize: u64,
+    /// Lines that started like JSON but were not valid messages (never forwarded).
+    pub malformed: u64,
+    /// Bytes of rejected lines that were read and dropped.
+    pub bytes_dropped: u64,
+    /// Lines that were not protocol at all, diverted to stderr.
+    pub not_protocol: u64,
+    /// Valid JSON that was neither a request, a notification nor a response (not forwarded).
+    pub unroutable: u64,
+    /// Messages cut off by the end of the stream.
+    pub truncated: u64,
+}
+
+/// Everything the proxy counted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ProxyMetrics {
+    /// Messages from the server to the host.
+    pub server_to_host: DirectionMetrics,
+    /// Messages from the host to the server.
+    pub host_to_server: DirectionMetrics,
+    /// `notifications/cancelled` forwarded to the server.
+    pub cancellations_forwarded: u64,
+    /// JSON-RPC errors the proxy wrote itself (for rejected messages, and for
+    /// requests still waiting when the server ended).
+    pub errors_sent: u64,
+    /// Errors the proxy meant to write but dropped because the peer was not reading.
+    pub errors_dropped: u64,
+    /// Oversize responses whose id was written after the limit and recovered
+    /// from the end of the line.
+    pub ids_recovered_from_tail: u64,
+    /// `tools/call` results clipped to the content budget.
+    pub results_clipped: u64,
+    /// Results over the content budget that could not be clipped (answered with an error).
+    pub clip_failures: u64,
+    /// Host requests forwarded without tracking (more than the tracking bound in flight).
+    pub untracked_requests: u64,
+    /// Host requests still waiting when the server ended (answered with an error).
+    pub requests_failed_at_exit: u64,
+    /// Bytes read from the server's stderr.
+    pub server_stderr_bytes: u64,
+    /// Bytes of stderr (the server's and the proxy's own) dropped because
+    /// nobody read the proxy's stderr.
+    pub stderr_bytes_dropped: u64,
+    /// The server's exit code, if it exited.
+    pub server_exit_code: Option<i32>,
+    /// The signal that ended the server, if one did.
+    pub server_signal: Option<i32>,
+    /// How long the proxy ran, in milliseconds.
+    pub elapsed_ms: u64,
+}
+
+impl ProxyMetrics {
+    /// The metrics as one line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("metrics are plain numbers")
+    }
+
+    /// The metrics as a few lines of text.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let ending = match (self.server_exit_code, self.server_signal) {
+            (Some(code), _) => format!("exit code {code}"),
+            (None, Some(signal)) => format!("signal {signal}"),
+            (None, None) => "not reaped".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "drainpipe proxy: server ended ({ending}) after {} ms",
+            self.elapsed_ms
+        );
+        for (name, d) in [
+            ("server->host", &self.server_to_host),
+            ("host->server", &self.host_to_server),
+        ] {
+            let _ = writeln!(
+                out,
+                "  {name}: {} bytes, {} messages (largest {} bytes), {} oversize, {} malformed, {} not protocol, {} unroutable, {} truncated",
+                d.bytes,
+                d.frames,
+                d.largest_frame_bytes,
+                d.oversize,
+                d.malformed,
+                d.not_protocol,
+                d.unroutable,
+                d.truncated
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  errors sent {} (dropped {}), cancellations forwarded {}, results clipped {} (failed {}), requests failed at exit {}, server stderr {} bytes, stderr dropped {} bytes",
+            self.errors_sent,
+            self.errors_dropped,
+            self.cancellations_forwarded,
+            self.results_clipped,
+            self.clip_failures,
+            self.requests_failed_at_exit,
+            self.server_stderr_bytes,
+            self.stderr_bytes_dropped
+        );
+        out
+    }
+}

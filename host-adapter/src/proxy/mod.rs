@@ -1,0 +1,341 @@
+//! A transparent stdio MCP proxy: put it in front of a server command and
+//! every message passes through a framer with a transport limit, in both
+//! directions.
+//!
+//! ```text
+//!  host stdin ──► reader ─(frames)─► queue ──► writer ──► server stdin
+//!                   │ errors for rejected host requests ─┐
+//!                   ▼                                     ▼
+//!  host stdout ◄── writer ◄── queue ◄─(frames)─ reader ◄── server stdout
+//!                                                  └ stray lines ─► stderr (counted)
+//!  proxy stderr ◄── bounded queue ◄── server stderr (always drained)
+//! ```
+//!
+//! Each direction is its own reader and writer, joined by a bounded queue, so
+//! a slow peer holds up only the direction that writes to it: a host that
+//! stops reading the proxy's stdout still reaches the server with
+//! `notifications/cancelled`. What the proxy writes itself (errors for
+//! rejected messages) never waits: it is dropped and counted when there is no
+//! room. An oversize or malformed message is never forwarded; when its id is
+//! known, whoever waits for it gets a JSON-RPC error instead of a hang.
+//!
+//! The proxy ends with the server: when the server exits, what it wrote is
+//! delivered, requests still waiting get an error, and [`run`] returns its
+//! status. When the host closes stdin, the server's stdin is closed and it
+//! gets [`ProxyConfig::shutdown`] to exit before SIGTERM and SIGKILL.
+
+mod metrics;
+mod route;
+mod sink;
+mod wire;
+
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use drainpipe_framer::Config as FramerConfig;
+use nix::sys::signal::Signal;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::process::Command;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use metrics::{DirectionMetrics, ProxyMetrics};
+pub use sink::{SinkCloser, StderrSink};
+pub use wire::{OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE};
+
+use crate::session::{ShutdownTimeouts, process};
+use route::{Direction, InFlight, Router};
+
+/// How the proxy is configured. Start from `default()`.
+#[derive(Clone, Copy, Debug)]
+pub struct ProxyConfig {
+    /// The framer's limits, applied to both directions; `max_frame_bytes` is
+    /// the transport limit in bytes on the wire. Protects the proxy's and the
+    /// host's **memory**: no longer message is buffered or forwarded.
+    pub framer: FramerConfig,
+    /// The content budget of `tools/call` results, in bytes on the wire of the
+    /// whole response; `None` to forward results as they are. Protects the
+    /// agent's **context**: a larger result is clipped with the truncation
+    /// contract (`structuredContent.truncated`, a summary), or answered with
+    /// an error if it cannot be.
+    pub clip_bytes: Option<usize>,
+    /// Messages queued per direction for a peer that reads slowly. With the
+    /// transport limit this bounds the proxy's **memory** (at most
+    /// `queue_frames × max_frame_bytes` per direction).
+    pub queue_frames: usize,
+    /// The proxy's own errors queued per direction; past this they are
+    /// dropped (counted) rather than waited for.
+    pub reply_queue: usize,
+    /// Bytes read per read call.
+    pub read_chunk_bytes: usize,
+    /// The longest piece of a diverted non-protocol line written to stderr,
+    /// in bytes: a stray gigabyte on stdout must not become a gigabyte of log.
+    pub max_diverted_line_bytes: usize,
+    /// How long the server gets after its stdin closed, after SIGTERM, and
+    /// after SIGKILL.
+    pub shutdown: ShutdownTimeouts,
+}
+
+impl Default for ProxyConfig {
+    /// 4 MiB transport limit, no clipping, 16 queued messages per direction,
+    /// 5 s / 2 s / 2 s shutdown.
+    fn default() -> Self {
+        ProxyConfig {
+            framer: FramerConfig::default(),
+            clip_bytes: None,
+            queue_frames: 16,
+            reply_queue: 1024,
+            read_chunk_bytes: 64 << 10,
+            max_diverted_line_bytes: 4096,
+            shutdown: ShutdownTimeouts {
+                after_close: Duration::from_secs(5),
+                after_term: Duration::from_secs(2),
+                after_kill: Duration::from_secs(2),
+            },
+        }
+    }
+}
+
+/// How a proxy run ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ProxyOutcome {
+    /// The server's exit status, if it was reaped.
+    pub status: Option<ExitStatus>,
+    /// What the proxy counted.
+    pub metrics: ProxyMetrics,
+}
+
+impl ProxyOutcome {
+    /// The exit code that passes the server's status through: its code, or
+    /// 128 + the signal that ended it (as shells report it); 1 if it was
+    /// never reaped.
+    pub fn exit_code(&self) -> i32 {
+        exit_code(self.status)
+    }
+}
+
+/// The shell's exit code for a status: the code, or 128 + signal.
+pub fn exit_code(status: Option<ExitStatus>) -> i32 {
+    match status {
+        Some(status) => status
+            .code()
+            .or_else(|| status.signal().map(|s| 128 + s))
+            .unwrap_or(1),
+        None => 1,
+    }
+}
+
+/// Starts `command` as the server (its own process group, three pipes) and
+/// proxies between it and the host's `host_in` / `host_out` until the server
+/// ends. Diagnostics, diverted lines and the server's stderr go to `sink`.
+/// `stop` asks the server to end (SIGTERM to its group), as a signal to the
+/// proxy would. Must be called within a tokio runtime.
+pub async fn run(
+    command: Command,
+    config: ProxyConfig,
+    host_in: impl AsyncRead + Unpin + Send + 'static,
+    host_out: impl AsyncWrite + Unpin + Send + 'static,
+    sink: StderrSink,
+    stop: CancellationToken,
+) -> io::Result<ProxyOutcome> {
+    let started = Instant::now();
+    let spawned = process::spawn(command)?;
+    let control = spawned.control;
+    let metrics = Arc::new(Mutex::new(ProxyMetrics::default()));
+    let in_flight = Arc::new(Mutex::new(InFlight::default()));
+    let queue = config.queue_frames.max(1);
+    let (to_server, to_server_rx) = mpsc::channel(queue);
+    let (to_host, to_host_rx) = mpsc::channel(queue);
+    let (server_replies, server_replies_rx) = mpsc::channel(config.reply_queue.max(1));
+    let (host_replies, host_replies_rx) = mpsc::channel(config.reply_queue.max(1));
+    let router = |direction, forward, reply, answer_other| Router {
+        direction,
+        config,
+        in_flight: in_flight.clone(),
+        metrics: metrics.clone(),
+        sink: sink.clone(),
+        forward,
+        reply,
+        answer_other,
+    };
+    let host_reader = router(
+        Direction::HostToServer,
+        to_server,
+        host_replies.clone(),
+        server_replies.clone(),
+    );
+    let server_reader = router(
+        Direction::ServerToHost,
+        to_host,
+        server_replies,
+        host_replies.clone(),
+    );
+    // Closing the server's stdin: after the host's end of file is forwarded,
+    // or at once when the proxy stops (a server not reading stdin must not
+    // hold the writer).
+    let close_server_stdin = CancellationToken::new();
+    let host_eof = CancellationToken::new();
+    let host_done = host_eof.clone();
+    tokio::spawn(async move {
+        host_reader.run(host_in).await;
+        host_done.cancel();
+    });
+    let server_writer = tokio::spawn(write_lines(
+        spawned.stdin,
+        to_server_rx,
+        server_replies_rx,
+        close_server_stdin.clone(),
+        WriterEnd::FramesClosed,
+    ));
+    let server_output = tokio::spawn(server_reader.run(spawned.stdout));
+    let finish_host = CancellationToken::new();
+    let host_writer = tokio::spawn(write_lines(
+        host_out,
+        to_host_rx,
+        host_replies_rx,
+        CancellationToken::new(),
+        WriterEnd::Finish(finish_host.clone()),
+    ));
+    let stderr_pump = tokio::spawn(drain_stderr(spawned.stderr, sink.clone(), metrics.clone()));
+
+    let forever = Duration::from_secs(3600);
+    let status = tokio::select! {
+        status = async { loop { if let Some(status) = control.wait_exit(forever).await { break status } } } => Some(status),
+        () = host_eof.cancelled() => {
+            // Every host message read was queued; the writer closes stdin
+            // once it has written them, or now if the server stopped reading.
+            let grace = Instant::now();
+            let _ = tokio::time::timeout(config.shutdown.after_close, server_writer).await;
+            close_server_stdin.cancel();
+            let after_close = config.shutdown.after_close.saturating_sub(grace.elapsed());
+            control.stop(ShutdownTimeouts { after_close, ..config.shutdown }).await.status
+        }
+        () = stop.cancelled() => {
+            sink.line("asked to stop: SIGTERM to the server");
+            control.signal_group(Signal::SIGTERM);
+            close_server_stdin.cancel();
+            let timeouts = ShutdownTimeouts { after_close: config.shutdown.after_term, ..config.shutdown };
+            control.stop(timeouts).await.status
+        }
+    };
+    // Kills what the server left in its group (a no-op once it is empty).
+    control.stop(config.shutdown).await;
+    close_server_stdin.cancel();
+    // The server's last words: everything it wrote before exiting reaches the
+    // host, unless a process that escaped its group holds stdout open.
+    let output_ended = tokio::time::timeout(config.shutdown.after_kill, server_output)
+        .await
+        .is_ok();
+    let _ = tokio::time::timeout(config.shutdown.after_kill, stderr_pump).await;
+    let waiting = in_flight.lock().expect("in flight").drain();
+    let reason = match status {
+        Some(status) => format!("the server ended ({status}) without answering"),
+        None => "the server could not be reaped".to_string(),
+    };
+    for id in &waiting {
+        let _ = host_replies.try_send(wire::error_line(id, SERVER_GONE, &reason));
+    }
+    drop(host_replies);
+    finish_host.cancel();
+    let _ = tokio::time::timeout(config.shutdown.after_kill, host_writer).await;
+    let mut metrics = metrics.lock().expect("metrics").clone();
+    metrics.requests_failed_at_exit = waiting.len() as u64;
+    metrics.errors_sent += waiting.len() as u64;
+    metrics.server_exit_code = status.and_then(|s| s.code());
+    metrics.server_signal = status.and_then(|s| s.signal());
+    metrics.stderr_bytes_dropped = sink.dropped_bytes();
+    metrics.elapsed_ms = started.elapsed().as_millis() as u64;
+    if !output_ended {
+        sink.line(
+            "the server's stdout stayed open after it ended (a process outside its group holds it)",
+        );
+    }
+    Ok(ProxyOutcome { status, metrics })
+}
+
+/// How a writer knows it is done.
+#[derive(Clone, Debug)]
+enum WriterEnd {
+    /// When the peer's messages end (the reader closed its queue): the
+    /// server's stdin writer, which then closes stdin.
+    FramesClosed,
+    /// When this token fires: write what is queued, then stop. The host's
+    /// stdout writer, which must also deliver the proxy's last errors.
+    Finish(CancellationToken),
+}
+
+/// Writes lines from `frames` and `replies` until `end`, a failed write, or
+/// `close` (which also interrupts a write blocked on a peer not reading).
+async fn write_lines(
+    mut out: impl AsyncWrite + Unpin,
+    mut frames: mpsc::Receiver<Vec<u8>>,
+    mut replies: mpsc::Receiver<Vec<u8>>,
+    close: CancellationToken,
+    end: WriterEnd,
+) {
+    let (finish, end_with_frames) = match end {
+        WriterEnd::FramesClosed => (CancellationToken::new(), true),
+        WriterEnd::Finish(token) => (token, false),
+    };
+    let mut frames_open = true;
+    loop {
+        let line = tokio::select! {
+            biased;
+            () = close.cancelled() => break,
+            Some(line) = replies.recv() => line,
+            line = frames.recv(), if frames_open => match line {
+                Some(line) => line,
+                None if end_with_frames => break,
+                None => {
+                    frames_open = false;
+                    continue;
+                }
+            },
+            () = finish.cancelled() => {
+                while let Ok(line) = frames.try_recv().or_else(|_| replies.try_recv()) {
+                    if !write_one(&mut out, &line, &close).await {
+                        break;
+                    }
+                }
+                break;
+            }
+        };
+        if !write_one(&mut out, &line, &close).await {
+            break;
+        }
+    }
+    let _ = out.shutdown().await;
+}
+
+async fn write_one(
+    out: &mut (impl AsyncWrite + Unpin),
+    line: &[u8],
+    close: &CancellationToken,
+) -> bool {
+    tokio::select! {
+        biased;
+        () = close.cancelled() => false,
+        written = async { out.write_all(line).await?; out.flush().await } => written.is_ok(),
+    }
+}
+
+async fn drain_stderr(
+    mut stderr: tokio::process::ChildStderr,
+    sink: StderrSink,
+    metrics: Arc<Mutex<ProxyMetrics>>,
+) {
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                metrics.lock().expect("metrics").server_stderr_bytes += n as u64;
+                sink.write(&chunk[..n]);
+            }
+        }
+    }
+}

@@ -1,0 +1,498 @@
+//! The two framed directions. Each reader frames what it reads with its own
+//! [`Framer`] and decides, per event, what goes on, what is answered with an
+//! error, and what is diverted to stderr.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use drainpipe_framer::budget::{ClipError, Continuation, clip_response};
+use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
+use drainpipe_framer::{Event, Framer, JsonError};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::mpsc;
+
+use super::ProxyConfig;
+use super::metrics::{DirectionMetrics, ProxyMetrics};
+use super::sink::StderrSink;
+use super::wire::{
+    OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TAIL_BYTES, TOO_LARGE, error_line, id_at_end,
+};
+
+/// Host requests still waiting for the server's answer: id token as written →
+/// whether it is a `tools/call` (whose result may be clipped).
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    requests: HashMap<Vec<u8>, bool>,
+}
+
+impl InFlight {
+    /// Requests tracked at most; past this, new ones are forwarded untracked
+    /// (no clipping, no error at exit). Bounds the proxy's **memory** against
+    /// a host that never reads answers.
+    pub(crate) const MAX_TRACKED: usize = 65_536;
+
+    fn insert(&mut self, id: Vec<u8>, is_tool_call: bool) -> bool {
+        if self.requests.len() >= Self::MAX_TRACKED {
+            return false;
+        }
+        self.requests.insert(id, is_tool_call);
+        true
+    }
+
+    fn remove(&mut self, id: &[u8]) -> Option<bool> {
+        self.requests.remove(id)
+    }
+
+    fn contains(&self, id: &[u8]) -> bool {
+        self.requests.contains_key(id)
+    }
+
+    /// Empties the table; returns the ids that were still waiting.
+    pub(crate) fn drain(&mut self) -> Vec<Vec<u8>> {
+        self.requests.drain().map(|(id, _)| id).collect()
+    }
+}
+
+/// Which way a reader carries messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// The host's requests and notifications, and its answers to the server.
+    HostToServer,
+    /// The server's answers, notifications and requests.
+    ServerToHost,
+}
+
+/// Everything a reader needs besides its input.
+pub(crate) struct Router {
+    pub(crate) direction: Direction,
+    pub(crate) config: ProxyConfig,
+    pub(crate) in_flight: Arc<Mutex<InFlight>>,
+    pub(crate) metrics: Arc<Mutex<ProxyMetrics>>,
+    pub(crate) sink: StderrSink,
+    /// Frames going on, in the reader's direction (bounded: a peer that does
+    /// not read makes this reader wait, and only this reader).
+    pub(crate) forward: mpsc::Sender<Vec<u8>>,
+    /// The proxy's own answers back to the peer this reader reads from.
+    /// Never waited on: an answer that does not fit is dropped and counted.
+    pub(crate) reply: mpsc::Sender<Vec<u8>>,
+    /// The proxy's own answers to the other peer (an error for the host when
+    /// the server's response was rejected, and the reverse).
+    pub(crate) answer_other: mpsc::Sender<Vec<u8>>,
+}
+
+/// A line that was rejected while its id was not seen yet: its end may
+/// still name the request (see [`id_at_end`]).
+struct TailWatch {
+    offset: u64,
+}
+
+impl Router {
+    fn peer(&self) -> &'static str {
+        match self.direction {
+            Direction::HostToServer => "host",
+            Direction::ServerToHost => "server",
+        }
+    }
+
+    fn with_metrics(&self, update: impl FnOnce(&mut DirectionMetrics, &mut ProxyMetrics)) {
+        let mut all = self.metrics.lock().expect("metrics");
+        let mut direction = match self.direction {
+            Direction::HostToServer => all.host_to_server.clone(),
+            Direction::ServerToHost => all.server_to_host.clone(),
+        };
+        update(&mut direction, &mut all);
+        match self.direction {
+            Direction::HostToServer => all.host_to_server = direction,
+            Direction::ServerToHost => all.server_to_host = direction,
+        }
+    }
+
+    /// Reads `input` to its end (or a read error), routing every event.
+    pub(crate) async fn run(mut self, mut input: impl AsyncRead + Unpin) {
+        let mut framer = Framer::new(self.config.framer);
+        let mut chunk = vec![0u8; self.config.read_chunk_bytes.max(1)];
+        let mut events: Vec<OwnedEvent> = Vec::new();
+        let owned = |event: Event<'_>| match event {
+            // The line is built with its newline in one allocation: a
+            // frame of hundreds of megabytes must not be copied twice.
+            Event::Frame(frame) => {
+                let mut line = Vec::with_capacity(frame.bytes.len() + 1);
+                line.extend_from_slice(frame.bytes);
+                line.push(b'\n');
+                OwnedEvent::Frame {
+                    offset: frame.offset,
+                    bytes: line,
+                    envelope: frame.envelope.into(),
+                }
+            }
+            other => other.into(),
+        };
+        // The stream's last bytes before the current chunk, for `TailWatch`.
+        let mut history: Vec<u8> = Vec::with_capacity(TAIL_BYTES);
+        let mut watch: Option<TailWatch> = None;
+        loop {
+            let n = match input.read(&mut chunk).await {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(error) => {
+                    self.sink
+                        .line(&format!("reading {} output failed: {error}", self.peer()));
+                    break;
+                }
+            };
+            let chunk_start = framer.position();
+            framer.push(&chunk[..n], |event| events.push(owned(event)));
+            self.with_metrics(|d, _| d.bytes += n as u64);
+            for event in events.drain(..) {
+                let tail = |end: u64| window(&history, chunk_start, &chunk[..n], end);
+                self.route(event, &mut watch, tail).await;
+            }
+            keep_tail(&mut history, &chunk[..n]);
+        }
+        let end = framer.position();
+        framer.finish(|event| events.push(owned(event)));
+        for event in events.drain(..) {
+            let tail = |at: u64| window(&history, end, &[], at);
+            self.route(event, &mut watch, tail).await;
+        }
+    }
+
+    async fn route(
+        &mut self,
+        event: OwnedEvent,
+        watch: &mut Option<TailWatch>,
+        tail: impl Fn(u64) -> Vec<u8>,
+    ) {
+        match event {
+            OwnedEvent::Frame {
+                bytes: line,
+                envelope,
+                ..
+            } => self.frame(line, envelope).await,
+            OwnedEvent::Oversize {
+                offset,
+                envelope,
+                looks_like_json,
+            } => {
+                self.with_metrics(|d, _| d.oversize += 1);
+                let limit = self.config.framer.max_frame_bytes();
+                let what = format!(
+                    "{} message at offset {offset} is over the transport limit of {limit} bytes",
+                    self.peer()
+                );
+                if looks_like_json && envelope.id.is_none() && envelope.method.is_none() {
+                    // Serialisers that write `id` last put it past the limit.
+                    self.sink.line(&format!(
+                        "{what}; no id before the limit, looking at the line's end"
+                    ));
+                    *watch = Some(TailWatch { offset });
+                } else {
+                    self.reject(&envelope, TOO_LARGE, &what);
+                }
+            }
+            OwnedEvent::Malformed {
+                offset,
+                error,
+                envelope,
+            } => {
+                self.with_metrics(|d, _| d.malformed += 1);
+                let what = malformed_text(self.peer(), offset, error);
+                self.reject(&envelope, PARSE_ERROR, &what);
+            }
+            OwnedEvent::Discarded { offset, len, .. } => {
+                self.with_metrics(|d, _| d.bytes_dropped += len);
+                if watch.as_ref().is_some_and(|w| w.offset == offset) {
+                    *watch = None;
+                    if !self.recover_id(&tail(offset + len), offset, len) {
+                        self.sink.line(&format!(
+                            "no request id at the end of the rejected line at offset {offset} either; nobody to answer"
+                        ));
+                    }
+                }
+            }
+            OwnedEvent::NotProtocol { offset, line } => {
+                self.with_metrics(|d, _| d.not_protocol += 1);
+                let shown = &line[..line.len().min(self.config.max_diverted_line_bytes)];
+                self.sink.line(&format!(
+                    "not protocol, from the {} (offset {offset}, {} bytes): {}",
+                    self.peer(),
+                    line.len(),
+                    String::from_utf8_lossy(shown)
+                ));
+            }
+            OwnedEvent::Truncated {
+                offset,
+                len,
+                envelope,
+            } => {
+                self.with_metrics(|d, _| d.truncated += 1);
+                let what = format!(
+                    "{} output ended inside a message at offset {offset} after {len} bytes",
+                    self.peer()
+                );
+                self.reject(&envelope, SERVER_GONE, &what);
+            }
+        }
+    }
+
+    /// Routes a complete message; `line` ends with its newline.
+    async fn frame(&mut self, line: Vec<u8>, envelope: OwnedEnvelope) {
+        let id = envelope.id.as_ref().map(id_token);
+        let is_response = envelope.method.is_none() && (envelope.has_result || envelope.has_error);
+        let line = match (self.direction, &envelope.method, id) {
+            (Direction::HostToServer, Some(method), Some(id)) => {
+                let is_tool_call = method.as_slice() == b"tools/call";
+                if !self
+                    .in_flight
+                    .lock()
+                    .expect("in flight")
+                    .insert(id, is_tool_call)
+                {
+                    self.with_metrics(|_, m| m.untracked_requests += 1);
+                }
+                line
+            }
+            (Direction::HostToServer, Some(method), None) => {
+                if method.as_slice() == b"notifications/cancelled" {
+                    self.with_metrics(|_, m| m.cancellations_forwarded += 1);
+                    // The server need not answer a cancelled request: stop
+                    // waiting for it, so it is not failed again at exit.
+                    if let Some(id) = cancelled_request(&line) {
+                        self.in_flight.lock().expect("in flight").remove(&id);
+                    }
+                }
+                line
+            }
+            (Direction::ServerToHost, None, Some(id)) if is_response => {
+                let tool_call = self.in_flight.lock().expect("in flight").remove(&id);
+                match (tool_call, self.config.clip_bytes) {
+                    (Some(true), Some(budget)) if line.len() - 1 > budget => {
+                        self.clip(&line, &id, budget)
+                    }
+                    _ => line,
+                }
+            }
+            (_, None, _) if !is_response => {
+                self.with_metrics(|d, _| d.unroutable += 1);
+                self.sink.line(&format!(
+                    "{} message is neither a request, a notification nor a response; not forwarded",
+                    self.peer()
+                ));
+                return;
+            }
+            _ => line,
+        };
+        let len = line.len() as u64 - 1;
+        if self.forward.send(line).await.is_ok() {
+            self.with_metrics(|d, _| {
+                d.frames += 1;
+                d.largest_frame_bytes = d.largest_frame_bytes.max(len);
+            });
+        }
+    }
+
+    /// Clips a `tools/call` response over the content budget; a result that
+    /// cannot be clipped becomes an error, so the budget always holds.
+    fn clip(&mut self, line: &[u8], id: &[u8], budget: usize) -> Vec<u8> {
+        let frame = &line[..line.len() - 1];
+        let original = frame.len();
+        match clip_response(frame, budget, &Continuation::none()) {
+            Ok(mut clipped) => {
+                self.with_metrics(|_, m| m.results_clipped += 1);
+                self.sink.line(&format!(
+                    "clipped the result for id {} from {original} to {} bytes (content budget {budget})",
+                    String::from_utf8_lossy(id),
+                    clipped.len()
+                ));
+                clipped.push(b'\n');
+                clipped
+            }
+            Err(ClipError::ErrorResponse) => line.to_vec(),
+            Err(error) => {
+                self.with_metrics(|_, m| m.clip_failures += 1);
+                let message = format!(
+                    "the result of {original} bytes is over the content budget of {budget} bytes and could not be clipped: {error}"
+                );
+                self.sink.line(&message);
+                error_line(id, OVER_BUDGET, &message)
+            }
+        }
+    }
+
+    /// Answers for a message that will not be forwarded, when its id is known:
+    /// a request gets an error from the proxy; a response (whose requester is
+    /// the other peer) becomes an error for that requester. Returns whether
+    /// anyone was answered.
+    fn reject(&mut self, envelope: &OwnedEnvelope, code: i64, what: &str) -> bool {
+        let Some(id) = envelope.id.as_ref().map(id_token) else {
+            self.sink
+                .line(&format!("{what}; no id seen, nobody to answer"));
+            return false;
+        };
+        let shown = String::from_utf8_lossy(&id).into_owned();
+        let is_response = envelope.has_result || envelope.has_error;
+        // A host line rejected before its `method` or `result` was seen is
+        // most likely a request: the host may be waiting for it.
+        let from_requester = envelope.method.is_some()
+            || (!is_response && self.direction == Direction::HostToServer);
+        if from_requester {
+            self.send_error(true, &id, code, what);
+            self.sink.line(&format!(
+                "{what}; answered the {} for id {shown}",
+                self.peer()
+            ));
+            return true;
+        }
+        self.answer_requester(&id, code, what)
+    }
+
+    /// Fails request `id` of the other peer with an error, if it is waiting.
+    fn answer_requester(&mut self, id: &[u8], code: i64, what: &str) -> bool {
+        let shown = String::from_utf8_lossy(id).into_owned();
+        let waiting = match self.direction {
+            // Only host requests are tracked; a server request the host's
+            // answer was for is answered in any case (it cannot be checked).
+            Direction::ServerToHost => self
+                .in_flight
+                .lock()
+                .expect("in flight")
+                .remove(id)
+                .is_some(),
+            Direction::HostToServer => true,
+        };
+        if !waiting {
+            self.sink
+                .line(&format!("{what}; id {shown} is not waiting for an answer"));
+            return false;
+        }
+        self.send_error(false, id, code, what);
+        let other = match self.direction {
+            Direction::HostToServer => "server",
+            Direction::ServerToHost => "host",
+        };
+        self.sink.line(&format!(
+            "{what}; answered the {other} with an error for id {shown}"
+        ));
+        true
+    }
+
+    fn send_error(&mut self, to_reader_peer: bool, id: &[u8], code: i64, message: &str) {
+        let queue = if to_reader_peer {
+            &self.reply
+        } else {
+            &self.answer_other
+        };
+        let sent = queue.try_send(error_line(id, code, message)).is_ok();
+        self.with_metrics(|_, m| {
+            if sent {
+                m.errors_sent += 1;
+            } else {
+                m.errors_dropped += 1;
+            }
+        });
+    }
+
+    /// An oversize server response whose id came after the limit: the end of
+    /// the line may still name it.
+    fn recover_id(&mut self, tail: &[u8], offset: u64, len: u64) -> bool {
+        let Some(id) = id_at_end(tail) else {
+            return false;
+        };
+        let waiting = self.direction == Direction::ServerToHost
+            && self.in_flight.lock().expect("in flight").contains(id);
+        if waiting {
+            let id = id.to_vec();
+            let limit = self.config.framer.max_frame_bytes();
+            let what = format!(
+                "server response at offset {offset} ({len} bytes) is over the transport limit of {limit} bytes"
+            );
+            self.with_metrics(|_, m| m.ids_recovered_from_tail += 1);
+            return self.answer_requester(&id, TOO_LARGE, &what);
+        }
+        false
+    }
+}
+
+fn malformed_text(peer: &str, offset: u64, error: JsonError) -> String {
+    format!("{peer} message at offset {offset} is malformed ({error}); not forwarded")
+}
+
+/// The `params.requestId` of a `notifications/cancelled`, as a JSON token
+/// (re-serialised: ids written with needless escapes are not matched).
+fn cancelled_request(frame: &[u8]) -> Option<Vec<u8>> {
+    let message: serde_json::Value = serde_json::from_slice(frame).ok()?;
+    let id = message.get("params")?.get("requestId")?;
+    serde_json::to_vec(id).ok()
+}
+
+/// The id as the JSON token it was written as.
+pub(crate) fn id_token(id: &OwnedId) -> Vec<u8> {
+    match id {
+        OwnedId::Number(raw) => raw.clone(),
+        OwnedId::String(raw) => {
+            let mut token = Vec::with_capacity(raw.len() + 2);
+            token.push(b'"');
+            token.extend_from_slice(raw);
+            token.push(b'"');
+            token
+        }
+        OwnedId::Null => b"null".to_vec(),
+    }
+}
+
+/// Up to [`TAIL_BYTES`] of the stream before position `end`, from the kept
+/// history and the current chunk (which starts at `chunk_start`).
+fn window(history: &[u8], chunk_start: u64, chunk: &[u8], end: u64) -> Vec<u8> {
+    let from_chunk = (end.saturating_sub(chunk_start) as usize).min(chunk.len());
+    let mut out = Vec::with_capacity(TAIL_BYTES);
+    if from_chunk < TAIL_BYTES {
+        let need = TAIL_BYTES - from_chunk;
+        out.extend_from_slice(&history[history.len().saturating_sub(need)..]);
+    }
+    let chunk_part = &chunk[..from_chunk];
+    out.extend_from_slice(&chunk_part[chunk_part.len().saturating_sub(TAIL_BYTES)..]);
+    out
+}
+
+fn keep_tail(history: &mut Vec<u8>, chunk: &[u8]) {
+    if chunk.len() >= TAIL_BYTES {
+        history.clear();
+        history.extend_from_slice(&chunk[chunk.len() - TAIL_BYTES..]);
+    } else {
+        history.extend_from_slice(chunk);
+        let excess = history.len().saturating_sub(TAIL_BYTES);
+        history.drain(..excess);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancellation_names_its_request_as_written() {
+        let frame = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId": "a-1","reason":"x"}}"#;
+        assert_eq!(cancelled_request(frame), Some(b"\"a-1\"".to_vec()));
+        let frame = br#"{"method":"notifications/cancelled","params":{"requestId":17}}"#;
+        assert_eq!(cancelled_request(frame), Some(b"17".to_vec()));
+        assert_eq!(
+            cancelled_request(br#"{"method":"notifications/cancelled"}"#),
+            None
+        );
+    }
+
+    #[test]
+    fn the_window_joins_history_and_chunk() {
+        let history: Vec<u8> = (0..=255u8).collect();
+        let chunk = [1u8, 2, 3];
+        // Stream positions: history is 0..256, the chunk 256..259.
+        let w = window(&history, 256, &chunk, 258);
+        assert_eq!(w.len(), TAIL_BYTES);
+        assert_eq!(&w[w.len() - 2..], &[1, 2]);
+        assert_eq!(w[0], 2);
+        let mut kept = history.clone();
+        keep_tail(&mut kept, &chunk);
+        assert_eq!(kept.len(), TAIL_BYTES);
+        assert_eq!(&kept[kept.len() - 3..], &chunk);
+    }
+}

@@ -1,0 +1,201 @@
+//! The server process: spawned as the leader of its own process group, so
+//! one signal reaches it and every child it started that stayed in the group.
+//!
+//! A separate task owns the [`Child`] and reaps it; everyone else sees the
+//! exit status through a `watch` channel and signals the group by id.
+
+use std::io;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+use super::{Ending, ShutdownTimeouts};
+
+/// What a fresh spawn hands out: the control handle and the three pipes.
+pub(crate) struct Spawned {
+    pub(crate) control: ProcessControl,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+    pub(crate) stderr: ChildStderr,
+}
+
+/// Signals and exit status of a spawned server's process group.
+#[derive(Debug)]
+pub(crate) struct ProcessControl {
+    pgid: Pid,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    /// Set once the leader is reaped and the group was found empty: from then
+    /// on the group id may be reused by an unrelated process, so the session
+    /// must never signal it again.
+    group_gone: AtomicBool,
+}
+
+/// Starts `command` with three pipes as the leader of a new process group and
+/// a task that reaps it.
+pub(crate) fn spawn(mut command: Command) -> io::Result<Spawned> {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false);
+    let mut child = command.spawn()?;
+    let pid = child
+        .id()
+        .ok_or_else(|| io::Error::other("child exited before it could be tracked"))?;
+    let pid = i32::try_from(pid).map_err(|_| io::Error::other("pid does not fit a pid_t"))?;
+    let stdin = child.stdin.take().expect("stdin was piped");
+    let stdout = child.stdout.take().expect("stdout was piped");
+    let stderr = child.stderr.take().expect("stderr was piped");
+    let (tx, exit) = watch::channel(None);
+    tokio::spawn(reap(child, tx));
+    let control = ProcessControl {
+        pgid: Pid::from_raw(pid),
+        exit,
+        group_gone: AtomicBool::new(false),
+    };
+    Ok(Spawned {
+        control,
+        stdin,
+        stdout,
+        stderr,
+    })
+}
+
+async fn reap(mut child: Child, tx: watch::Sender<Option<ExitStatus>>) {
+    match child.wait().await {
+        Ok(status) => {
+            let _ = tx.send(Some(status));
+        }
+        Err(error) => tracing::error!(%error, "could not wait for the server process"),
+    }
+}
+
+impl ProcessControl {
+    /// The leader's pid, which is also the process group id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.pgid.as_raw() as u32
+    }
+
+    /// The exit status, once the leader was reaped.
+    pub(crate) fn exit_status(&self) -> Option<ExitStatus> {
+        *self.exit.borrow()
+    }
+
+    /// Waits up to `limit` for the leader to exit.
+    pub(crate) async fn wait_exit(&self, limit: Duration) -> Option<ExitStatus> {
+        let mut exit = self.exit.clone();
+        let waited = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(status)) => *status,
+            _ => self.exit_status(),
+        }
+    }
+
+    /// Sends `signal` to the whole group. Returns false when nobody was left
+    /// to receive it.
+    pub(crate) fn signal_group(&self, signal: Signal) -> bool {
+        if self.group_gone.load(Ordering::Acquire) {
+            return false;
+        }
+        match killpg(self.pgid, signal) {
+            Ok(()) => true,
+            Err(Errno::ESRCH) => {
+                self.mark_gone_if_reaped();
+                false
+            }
+            Err(error) => {
+                tracing::warn!(%error, pgid = self.pgid.as_raw(), "could not signal the server's process group");
+                false
+            }
+        }
+    }
+
+    /// Whether any process of the group is still there (zombies included).
+    pub(crate) fn group_alive(&self) -> bool {
+        if self.group_gone.load(Ordering::Acquire) {
+            return false;
+        }
+        match killpg(self.pgid, None) {
+            Ok(()) => true,
+            Err(_) => {
+                self.mark_gone_if_reaped();
+                false
+            }
+        }
+    }
+
+    fn mark_gone_if_reaped(&self) {
+        // While the leader is unreaped its pid pins the group id; only after
+        // reaping can the id be recycled.
+        if self.exit_status().is_some() {
+            self.group_gone.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// What [`ProcessControl::stop`] did.
+pub(crate) struct Stopped {
+    pub(crate) status: Option<ExitStatus>,
+    pub(crate) ending: Ending,
+    /// SIGKILL was needed for the leader.
+    pub(crate) killed: bool,
+    pub(crate) leftovers_killed: bool,
+}
+
+impl ProcessControl {
+    /// Waits for the server to exit (the caller has closed its stdin), then
+    /// escalates: SIGTERM to the group, SIGKILL to the group; each step
+    /// bounded by `timeouts`. Then kills whatever the leader left in its
+    /// group and waits (bounded) until the group is empty.
+    pub(crate) async fn stop(&self, timeouts: ShutdownTimeouts) -> Stopped {
+        let mut ending = Ending::Exited;
+        let mut killed = false;
+        let mut status = self.wait_exit(timeouts.after_close).await;
+        if status.is_none() {
+            ending = Ending::Terminated;
+            self.signal_group(Signal::SIGTERM);
+            status = self.wait_exit(timeouts.after_term).await;
+        }
+        if status.is_none() {
+            ending = Ending::Killed;
+            killed = self.signal_group(Signal::SIGKILL);
+            status = self.wait_exit(timeouts.after_kill).await;
+        }
+        if status.is_none() {
+            ending = Ending::Unreaped;
+        }
+        // The leader is gone; anything left in its group is an orphan in the making.
+        let leftovers_killed = self.group_alive() && self.signal_group(Signal::SIGKILL);
+        if leftovers_killed {
+            // Bounded: members reparented to an init that never reaps would
+            // keep the group id alive as zombies.
+            let deadline = tokio::time::Instant::now() + timeouts.after_kill;
+            while self.group_alive() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        Stopped {
+            status,
+            ending,
+            killed,
+            leftovers_killed,
+        }
+    }
+}
+
+impl Drop for ProcessControl {
+    fn drop(&mut self) {
+        // The last handle went away without a shutdown: the server and its
+        // group must not outlive the session.
+        if self.exit_status().is_none() || self.group_alive() {
+            self.signal_group(Signal::SIGKILL);
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The stdout reader: reads whenever the OS has bytes, frames them, routes
+//! whole messages, and never waits on a consumer.
+//!
+//! Responses go straight into their caller's one-shot slot (never full: one
+//! slot per request, bounded by `max_in_flight`). Server requests and
+//! notifications go to the bounded dispatcher; when it is full the reader
+//! waits at most `dispatcher_wait` once, then applies the configured policy
+//! and stops waiting until a message fits again.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
+use tokio::io::AsyncReadExt;
+use tokio::process::ChildStdout;
+use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::{SendTimeoutError, TrySendError};
+
+use super::metrics::Counters;
+use super::requests::{CallError, numeric_id};
+use super::{DispatcherFullPolicy, Incoming, OversizePolicy, Shared, response_line};
+use crate::backend::FramerBackend;
+
+/// JSON-RPC error code the host answers a server request with when it has no
+/// room to dispatch it (implementation-defined server-error range).
+pub(crate) const HOST_BUSY: i64 = -32000;
+
+pub(crate) async fn run(
+    mut stdout: ChildStdout,
+    mut backend: Box<dyn FramerBackend>,
+    dispatcher: mpsc::Sender<Incoming>,
+    shared: Arc<Shared>,
+) {
+    let mut router = Router {
+        shared: shared.clone(),
+        dispatcher,
+        oversize_seen: 0,
+        not_protocol_seen: 0,
+    };
+    let mut chunk = vec![0u8; shared.config.read_chunk_bytes.max(1)];
+    let mut events = Vec::new();
+    let ended = loop {
+        let n = match stdout.read(&mut chunk).await {
+            Ok(0) => break None,
+            Ok(n) => n,
+            Err(error) => break Some(format!("reading server stdout failed: {error}")),
+        };
+        Counters::add(&shared.counters.stdout_bytes, n as u64);
+        if let Err(error) = backend.push(&chunk[..n], &mut events) {
+            // The backend is unusable; keep nothing more from this server.
+            shared.kill(&error.to_string());
+            break Some(error.to_string());
+        }
+        for event in events.drain(..) {
+            router.route(event).await;
+        }
+    };
+    if ended.is_none() {
+        match backend.finish(&mut events) {
+            Ok(()) => {
+                for event in events.drain(..) {
+                    router.route(event).await;
+                }
+            }
+            Err(error) => tracing::warn!(%error, "framer backend failed at end of stream"),
+        }
+    }
+    let reason = ended.unwrap_or_else(|| match shared.process.exit_status() {
+        Some(status) => format!("server closed stdout and exited ({status})"),
+        None => "server closed stdout".to_string(),
+    });
+    shared.lose(&reason);
+}
+
+struct Router {
+    shared: Arc<Shared>,
+    dispatcher: mpsc::Sender<Incoming>,
+    oversize_seen: u64,
+    not_protocol_seen: u64,
+}
+
+impl Router {
+    async fn route(&mut self, event: OwnedEvent) {
+        let counters = &self.shared.counters;
+        let config = &self.shared.config;
+        match event {
+            OwnedEvent::Frame {
+                bytes, envelope, ..
+            } => {
+                Counters::bump(&counters.frames);
+                counters
+                    .largest_frame_bytes
+                    .fetch_max(bytes.len() as u64, Ordering::Relaxed);
+                self.frame(bytes, envelope).await;
+            }
+            OwnedEvent::Oversize {
+                envelope,
+                looks_like_json,
+                offset,
+            } => {
+                Counters::bump(&counters.oversize_frames);
+                self.oversize_seen += 1;
+                let limit = config.framer.max_frame_bytes() as u64;
+                tracing::warn!(
+                    offset,
+                    looks_like_json,
+                    limit,
+                    "server message over the transport limit"
+                );
+                self.fail(
+                    &envelope,
+                    CallError::TooLarge {
+                        received_bytes: limit + 1,
+                        limit_bytes: limit,
+                    },
+                );
+                if config.oversize == OversizePolicy::KillSession {
+                    self.shared.kill(&format!(
+                        "server sent a message over the transport limit of {limit} bytes"
+                    ));
+                } else if config
+                    .max_oversize_frames
+                    .is_some_and(|max| self.oversize_seen > max)
+                {
+                    self.shared.kill(&format!(
+                        "more than {} oversize messages",
+                        self.oversize_seen - 1
+                    ));
+                }
+            }
+            OwnedEvent::Malformed {
+                error,
+                envelope,
+                offset,
+            } => {
+                Counters::bump(&counters.malformed_frames);
+                tracing::warn!(offset, %error, "malformed message from server");
+                self.fail(&envelope, CallError::malformed(error));
+            }
+            OwnedEvent::NotProtocol { line, offset } => {
+                Counters::bump(&counters.not_protocol_lines);
+                self.not_protocol_seen += 1;
+                let shown = &line[..line.len().min(config.stderr_log_line_bytes)];
+                tracing::warn!(offset, line = %String::from_utf8_lossy(shown), "non-protocol line on server stdout");
+                if config
+                    .max_not_protocol_lines
+                    .is_some_and(|max| self.not_protocol_seen > max)
+                {
+                    self.shared.kill(&format!(
+                        "more than {} non-protocol lines on stdout",
+                        self.not_protocol_seen - 1
+                    ));
+                }
+            }
+            OwnedEvent::Truncated { envelope, len, .. } => {
+                self.fail(
+                    &envelope,
+                    CallError::SessionLost {
+                        reason: format!(
+                            "server stdout ended inside the response after {len} bytes"
+                        ),
+                    },
+                );
+            }
+            OwnedEvent::Discarded {
+                offset,
+                len,
+                at_eof,
+            } => {
+                tracing::debug!(offset, len, at_eof, "rejected line ended");
+            }
+        }
+    }
+
+    /// Fails the request a rejected line was answering, if its id was seen.
+    fn fail(&self, envelope: &OwnedEnvelope, error: CallError) {
+        if envelope.method.is_some() {
+            return;
+        }
+        if let Some(id) = envelope.id.as_ref().and_then(our_id) {
+            self.shared
+                .pending
+                .lock()
+                .expect("pending map")
+                .complete(id, Err(error));
+        }
+    }
+
+    async fn frame(&mut self, bytes: Vec<u8>, envelope: OwnedEnvelope) {
+        let shared = &self.shared;
+        match (envelope.method, envelope.id) {
+            (None, id) if envelope.has_result || envelope.has_error => {
+                let delivered = match id.as_ref().and_then(our_id) {
+                    Some(id) => shared
+                        .pending
+                        .lock()
+                        .expect("pending map")
+                        .complete(id, Ok(bytes)),
+                    None => false,
+                };
+                if !delivered {
+                    Counters::bump(&shared.counters.late_responses_dropped);
+                    tracing::debug!(?id, "response for no pending request dropped");
+                }
+            }
+            (Some(method), id) => {
+                let method = String::from_utf8_lossy(&method).into_owned();
+                self.dispatch(Incoming { method, id, bytes }).await;
+            }
+            (None, _) => {
+                Counters::bump(&shared.counters.unroutable_frames);
+                tracing::warn!("server message is neither request, notification nor response");
+            }
+        }
+    }
+
+    async fn dispatch(&mut self, message: Incoming) {
+        let shared = &self.shared;
+        let message = match self.dispatcher.try_send(message) {
+            Ok(()) => {
+                shared
+                    .dispatcher_overflowing
+                    .store(false, Ordering::Relaxed);
+                return;
+            }
+            Err(TrySendError::Closed(_)) => return,
+            Err(TrySendError::Full(message)) => message,
+        };
+        let message = if shared.dispatcher_overflowing.load(Ordering::Relaxed) {
+            message
+        } else {
+            let started = Instant::now();
+            let sent = self
+                .dispatcher
+                .send_timeout(message, shared.config.dispatcher_wait)
+                .await;
+            shared.counters.add_wait(started.elapsed());
+            match sent {
+                Ok(()) => return,
+                Err(SendTimeoutError::Closed(_)) => return,
+                Err(SendTimeoutError::Timeout(message)) => message,
+            }
+        };
+        shared.dispatcher_overflowing.store(true, Ordering::Relaxed);
+        Counters::bump(&shared.counters.dispatcher_overflows);
+        match shared.config.dispatcher_full {
+            DispatcherFullPolicy::KillSession => {
+                shared.kill("the dispatcher stayed full");
+                return;
+            }
+            DispatcherFullPolicy::CancelWork => {
+                let ids =
+                    shared
+                        .pending
+                        .lock()
+                        .expect("pending map")
+                        .fail_all(&CallError::Cancelled {
+                            reason: "the dispatcher is full".into(),
+                        });
+                for id in ids {
+                    shared.send_cancellation(super::RequestId(id), "host dispatcher is full");
+                }
+            }
+            DispatcherFullPolicy::RejectNew => {}
+        }
+        if let Some(id) = &message.id {
+            shared.try_write(response_line(
+                id,
+                Err((HOST_BUSY, "host is busy: dispatcher full".into())),
+            ));
+        }
+        tracing::warn!(method = %message.method, "dispatcher full: server message refused");
+    }
+}
+
+/// The numeric id this session would have issued, if `id` is one.
+fn our_id(id: &OwnedId) -> Option<u64> {
+    match id {
+        OwnedId::Number(raw) => numeric_id(raw),
+        _ => None,
+    }
+}

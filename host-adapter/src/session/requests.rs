@@ -1,0 +1,291 @@
+//! Requests in flight: every one ends in exactly one [`CallError`] or
+//! [`Response`], delivered through its own one-shot slot.
+//!
+//! The invariant is kept by ownership: the slot's sender lives in the
+//! [`PendingMap`] and whoever removes it (the reader with a response, a
+//! timeout, a cancel, a session loss) is the only one who can deliver.
+//! A response whose id is no longer in the map is dropped and counted, so it
+//! can never reach another caller.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use drainpipe_framer::JsonError;
+use serde::Deserialize;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::Shared;
+
+/// The id the session gave a request. Ids are numbers, unique per session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub u64);
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A successful answer to a request.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Response {
+    /// The request it answers.
+    pub id: RequestId,
+    /// The `result` member.
+    pub result: serde_json::Value,
+    /// Size of the response line on the wire, without its newline.
+    pub wire_bytes: usize,
+}
+
+/// How a request ended when it did not end in a [`Response`]. One variant per
+/// outcome; a request gets exactly one.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error {code}: {message}")]
+    JsonRpc {
+        /// The error code.
+        code: i64,
+        /// The error message.
+        message: String,
+        /// The optional `data` member.
+        data: Option<serde_json::Value>,
+    },
+    /// The request was cancelled (by [`Session::cancel`](super::Session::cancel)
+    /// or by the full-dispatcher policy); a response that arrives later is dropped.
+    #[error("request cancelled: {reason}")]
+    Cancelled {
+        /// Why.
+        reason: String,
+    },
+    /// The response passed the transport limit. The framer saw the id before
+    /// the limit, so the request failed the moment the limit was crossed,
+    /// without waiting for the rest of the line.
+    #[error(
+        "response too large: more than {limit_bytes} bytes (at least {received_bytes} received)"
+    )]
+    TooLarge {
+        /// Bytes of the response line received when it was rejected: a lower
+        /// bound of its size.
+        received_bytes: u64,
+        /// The transport limit, in bytes on the wire.
+        limit_bytes: u64,
+    },
+    /// The response line carried this request's id but was not valid JSON-RPC.
+    #[error("malformed response: {detail}")]
+    Malformed {
+        /// What was wrong.
+        detail: String,
+    },
+    /// The server went away (exited, closed stdout, killed by policy, or
+    /// stdout ended inside the response) before answering.
+    #[error("session lost: {reason}")]
+    SessionLost {
+        /// What happened to the session.
+        reason: String,
+    },
+    /// No outcome within the request's timeout.
+    #[error("no response within {after:?}")]
+    TimedOut {
+        /// The timeout that passed.
+        after: Duration,
+    },
+    /// The request was never sent: the session refused it (too large for the
+    /// transport limit, too many in flight, or the dispatcher is full under
+    /// the reject policy).
+    #[error("request rejected before sending: {reason}")]
+    Rejected {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl CallError {
+    pub(crate) fn malformed(error: JsonError) -> Self {
+        CallError::Malformed {
+            detail: error.to_string(),
+        }
+    }
+}
+
+/// What the reader or a failure path puts in a request's slot.
+pub(crate) type Delivery = Result<Vec<u8>, CallError>;
+
+/// The map from request id to the slot of the caller waiting for it.
+#[derive(Debug, Default)]
+pub(crate) struct PendingMap {
+    slots: HashMap<u64, oneshot::Sender<Delivery>>,
+}
+
+impl PendingMap {
+    pub(crate) fn insert(&mut self, id: u64) -> oneshot::Receiver<Delivery> {
+        let (tx, rx) = oneshot::channel();
+        self.slots.insert(id, tx);
+        rx
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Delivers the outcome of `id` if it is still pending. Returns false when
+    /// it was not (already ended) or its caller has gone away.
+    pub(crate) fn complete(&mut self, id: u64, outcome: Delivery) -> bool {
+        match self.slots.remove(&id) {
+            Some(slot) => slot.send(outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Removes `id` without delivering (the caller is ending it itself).
+    pub(crate) fn take(&mut self, id: u64) -> bool {
+        self.slots.remove(&id).is_some()
+    }
+
+    /// Ends every pending request with a copy of `error`; returns their ids.
+    pub(crate) fn fail_all(&mut self, error: &CallError) -> Vec<u64> {
+        let mut ids = Vec::with_capacity(self.slots.len());
+        for (id, slot) in self.slots.drain() {
+            let _ = slot.send(Err(error.clone()));
+            ids.push(id);
+        }
+        ids
+    }
+}
+
+/// Parses a JSON-RPC id token as the numeric ids this session issues.
+pub(crate) fn numeric_id(token: &[u8]) -> Option<u64> {
+    std::str::from_utf8(token).ok()?.parse().ok()
+}
+
+/// A request that was sent and has not been awaited yet.
+///
+/// Await it with [`PendingCall::outcome`]. Dropping it without awaiting
+/// abandons the request: it is removed from the session and the server is
+/// told with `notifications/cancelled`, so its response, if any, is dropped.
+#[must_use = "dropping a PendingCall cancels the request"]
+pub struct PendingCall {
+    pub(crate) id: RequestId,
+    pub(crate) slot: Option<oneshot::Receiver<Delivery>>,
+    /// The request reached the writer queue, so the server may be working on it.
+    pub(crate) sent: bool,
+    pub(crate) deadline: Instant,
+    pub(crate) timeout: Duration,
+    pub(crate) cancel_on_timeout: bool,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for PendingCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingCall")
+            .field("id", &self.id)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl PendingCall {
+    /// The request's id, for [`Session::cancel`](super::Session::cancel).
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+
+    /// Waits for the request's one outcome.
+    pub async fn outcome(mut self) -> Result<Response, CallError> {
+        // The slot stays in `self` while waiting: if this future is dropped
+        // half-way, `Drop` still sees a pending request and cancels it.
+        let deadline = self.deadline;
+        let slot = self
+            .slot
+            .as_mut()
+            .expect("the slot is there until the outcome");
+        let delivered = match tokio::time::timeout_at(deadline, &mut *slot).await {
+            Ok(delivered) => delivered,
+            Err(_elapsed) => {
+                let still_pending = self
+                    .shared
+                    .pending
+                    .lock()
+                    .expect("pending map")
+                    .take(self.id.0);
+                if still_pending {
+                    if self.cancel_on_timeout {
+                        self.shared.send_cancellation(self.id, "request timed out");
+                    }
+                    self.slot = None;
+                    return Err(CallError::TimedOut {
+                        after: self.timeout,
+                    });
+                }
+                // Someone ended it at the same moment; their outcome is in the slot.
+                slot.await
+            }
+        };
+        self.slot = None;
+        match delivered {
+            Ok(Ok(bytes)) => parse_response(self.id, bytes),
+            Ok(Err(error)) => Err(error),
+            Err(_closed) => Err(CallError::SessionLost {
+                reason: "session dropped".into(),
+            }),
+        }
+    }
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        let was_pending = self.slot.is_some()
+            && self
+                .shared
+                .pending
+                .lock()
+                .expect("pending map")
+                .take(self.id.0);
+        if was_pending && self.sent {
+            self.shared
+                .send_cancellation(self.id, "caller abandoned the request");
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WireError {
+    code: i64,
+    message: String,
+    #[serde(default)]
+    data: Option<serde_json::Value>,
+}
+
+/// Turns a response frame into the caller's outcome. Runs in the caller's
+/// task, so a large result is parsed there and never slows the reader.
+fn parse_response(id: RequestId, bytes: Vec<u8>) -> Result<Response, CallError> {
+    let mut object: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&bytes)
+        .map_err(|e| CallError::Malformed {
+            detail: e.to_string(),
+        })?;
+    if let Some(error) = object.remove("error") {
+        let error: WireError = serde_json::from_value(error).map_err(|e| CallError::Malformed {
+            detail: format!("error member: {e}"),
+        })?;
+        return Err(CallError::JsonRpc {
+            code: error.code,
+            message: error.message,
+            data: error.data,
+        });
+    }
+    match object.remove("result") {
+        Some(result) => Ok(Response {
+            id,
+            result,
+            wire_bytes: bytes.len(),
+        }),
+        None => Err(CallError::Malformed {
+            detail: "response has neither result nor error".into(),
+        }),
+    }
+}

@@ -1,0 +1,718 @@
+//! The framer component against `wit/` and against the native framer:
+//! - it imports nothing and exports exactly the interface in `wit/`;
+//! - it gives the same events and counters as the native framer on the
+//!   adversarial corpus and the benchmark workloads, under many chunkings;
+//! - a failing guest (memory cap, deadline) ends only its own session.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use drainpipe_framer::owned::OwnedEvent;
+use drainpipe_framer::testing::{Rng, workload};
+use drainpipe_framer::{Config, Stats};
+use drainpipe_host::backend::{FramerBackend, NativeFramer};
+use drainpipe_host::component::{
+    COMPONENT_WASM, ComponentFramer, DEFAULT_MAX_CHUNK_BYTES, FULL_COMPONENT_WASM, GuestLimits,
+    Sandbox, SandboxOptions, resolve, wit,
+};
+use wit_parser::{Resolve, Type, TypeDefKind, WorldItem};
+
+/// Runs `f` on its own thread and fails loudly if it takes longer than
+/// `limit`: a hung guest must fail the test, not hang the suite.
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(value) => value,
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("test did not finish within {limit:?}"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("test thread panicked"),
+    }
+}
+
+fn sandbox() -> &'static Sandbox {
+    Sandbox::shared().expect("the framer component loads")
+}
+
+fn component(config: Config, max_chunk: usize) -> ComponentFramer {
+    sandbox()
+        .framer(config, GuestLimits::for_config(&config, max_chunk))
+        .expect("a session starts")
+}
+
+/// Pushes `stream` in the given chunk lengths (cycled), then finishes.
+fn run(
+    backend: &mut dyn FramerBackend,
+    stream: &[u8],
+    lengths: &[usize],
+) -> (Vec<OwnedEvent>, Stats) {
+    let mut events = Vec::new();
+    let mut rest = stream;
+    let mut step = 0;
+    while !rest.is_empty() {
+        let len = lengths[step % lengths.len()].clamp(1, rest.len());
+        step += 1;
+        let (chunk, tail) = rest.split_at(len);
+        backend.push(chunk, &mut events).expect("push");
+        rest = tail;
+    }
+    backend.finish(&mut events).expect("finish");
+    (events, backend.stats().expect("stats"))
+}
+
+fn assert_parity(config: Config, stream: &[u8], lengths: &[usize], what: &str) {
+    let max_chunk = lengths
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(1)
+        .min(stream.len().max(1));
+    let native = run(&mut NativeFramer::new(config), stream, lengths);
+    let guest = run(&mut component(config, max_chunk), stream, lengths);
+    assert_eq!(
+        native.0.len(),
+        guest.0.len(),
+        "{what}: event count, chunks {lengths:?}"
+    );
+    for (i, (n, g)) in native.0.iter().zip(&guest.0).enumerate() {
+        assert_eq!(n, g, "{what}: event {i}, chunks {lengths:?}");
+    }
+    assert_eq!(native.1, guest.1, "{what}: stats, chunks {lengths:?}");
+}
+
+fn chunkings(stream_len: usize, seed: u64) -> Vec<Vec<usize>> {
+    let mut rng = Rng::new(seed);
+    let random: Vec<usize> = (0..64).map(|_| 1 + rng.below(97)).collect();
+    vec![
+        vec![1],
+        vec![2],
+        vec![3],
+        vec![7],
+        vec![64],
+        vec![4096],
+        vec![1, 5, 2, 13],
+        random,
+        vec![stream_len.max(1)],
+    ]
+}
+
+fn configs() -> [(Config, &'static str); 4] {
+    [
+        (Config::default().with_max_frame_bytes(64), "limit 64"),
+        (Config::default(), "defaults"),
+        (
+            Config::default()
+                .with_max_frame_bytes(64)
+                .with_json_validation(false),
+            "limit 64, no validation",
+        ),
+        (Config::default().with_max_depth(16), "depth 16"),
+    ]
+}
+
+#[test]
+fn component_fits_the_size_goal() {
+    assert!(
+        COMPONENT_WASM.len() <= 64 * 1024,
+        "component is {} bytes, goal 64 KiB",
+        COMPONENT_WASM.len()
+    );
+}
+
+#[test]
+fn components_import_nothing() {
+    for (name, wasm) in [
+        ("framer", COMPONENT_WASM),
+        ("drainpipe", FULL_COMPONENT_WASM),
+    ] {
+        let decoded = wit_component::decode(wasm).expect("the component decodes");
+        let wit_component::DecodedWasm::Component(resolve, world) = decoded else {
+            panic!("{name}: expected a component, found a WIT package");
+        };
+        let imports: Vec<String> = resolve.worlds[world]
+            .imports
+            .keys()
+            .map(|k| resolve.name_world_key(k))
+            .collect();
+        assert!(
+            imports.is_empty(),
+            "{name} must import nothing, imports {imports:?}"
+        );
+
+        // And wasmtime agrees: it instantiates with a bare linker.
+        let engine = wasmtime::Engine::new(&Sandbox::engine_config()).unwrap();
+        let component = wasmtime::component::Component::new(&engine, wasm).unwrap();
+        assert_eq!(
+            component.component_type().imports(&engine).count(),
+            0,
+            "{name}"
+        );
+        let mut store = wasmtime::Store::new(&engine, ());
+        store.set_epoch_deadline(u64::MAX);
+        wasmtime::component::Linker::<()>::new(&engine)
+            .instantiate(&mut store, &component)
+            .unwrap_or_else(|e| panic!("{name} instantiates with a bare linker: {e:#}"));
+    }
+}
+
+/// A structural description of a WIT type, independent of ids and docs, so
+/// two `Resolve`s can be compared.
+fn describe(resolve: &Resolve, ty: &Type) -> String {
+    let Type::Id(id) = ty else {
+        return format!("{ty:?}");
+    };
+    let def = &resolve.types[*id];
+    let name = def.name.clone().unwrap_or_default();
+    let body = match &def.kind {
+        TypeDefKind::Record(r) => {
+            let fields: Vec<String> = r
+                .fields
+                .iter()
+                .map(|f| format!("{}: {}", f.name, describe(resolve, &f.ty)))
+                .collect();
+            format!("record {{ {} }}", fields.join(", "))
+        }
+        TypeDefKind::Variant(v) => {
+            let cases: Vec<String> = v
+                .cases
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{}({})",
+                        c.name,
+                        c.ty.as_ref()
+                            .map(|t| describe(resolve, t))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect();
+            format!("variant {{ {} }}", cases.join(", "))
+        }
+        TypeDefKind::Enum(e) => {
+            let cases: Vec<&str> = e.cases.iter().map(|c| c.name.as_str()).collect();
+            format!("enum {{ {} }}", cases.join(", "))
+        }
+        TypeDefKind::Option(t) => format!("option<{}>", describe(resolve, t)),
+        TypeDefKind::Result(r) => {
+            let side =
+                |t: &Option<Type>| t.as_ref().map(|t| describe(resolve, t)).unwrap_or_default();
+            format!("result<{}, {}>", side(&r.ok), side(&r.err))
+        }
+        TypeDefKind::List(t) => format!("list<{}>", describe(resolve, t)),
+        TypeDefKind::Type(t) => describe(resolve, t),
+        TypeDefKind::Resource => "resource".to_string(),
+        TypeDefKind::Handle(wit_parser::Handle::Own(r)) => {
+            format!("own<{}>", describe(resolve, &Type::Id(*r)))
+        }
+        TypeDefKind::Handle(wit_parser::Handle::Borrow(r)) => {
+            format!("borrow<{}>", describe(resolve, &Type::Id(*r)))
+        }
+        other => format!("{other:?}"),
+    };
+    format!("{name}={body}")
+}
+
+fn interface_shape(resolve: &Resolve, interface: wit_parser::InterfaceId) -> Vec<String> {
+    let iface = &resolve.interfaces[interface];
+    let mut shape: Vec<String> = iface
+        .types
+        .values()
+        .map(|id| describe(resolve, &Type::Id(*id)))
+        .collect();
+    for f in iface.functions.values() {
+        let params: Vec<String> = f
+            .params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, describe(resolve, &p.ty)))
+            .collect();
+        let result = f
+            .result
+            .as_ref()
+            .map(|t| describe(resolve, t))
+            .unwrap_or_default();
+        shape.push(format!(
+            "func {}({}) -> {result}",
+            f.name,
+            params.join(", ")
+        ));
+    }
+    shape.sort();
+    shape
+}
+
+fn exported_interfaces(
+    resolve: &Resolve,
+    world: wit_parser::WorldId,
+) -> Vec<(String, wit_parser::InterfaceId)> {
+    resolve.worlds[world]
+        .exports
+        .iter()
+        .map(|(key, item)| match item {
+            WorldItem::Interface { id, .. } => (resolve.name_world_key(key), *id),
+            other => panic!("unexpected export {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn exports_match_the_wit_package() {
+    let mut source = Resolve::default();
+    let wit_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    let (package, _) = source.push_path(&wit_dir).expect("wit/ parses");
+    for (world_name, wasm, interfaces) in [
+        (
+            "framer",
+            COMPONENT_WASM,
+            &["drainpipe:framer/framing@0.1.0"][..],
+        ),
+        (
+            "drainpipe",
+            FULL_COMPONENT_WASM,
+            &[
+                "drainpipe:framer/framing@0.1.0",
+                "drainpipe:framer/budget@0.1.0",
+            ],
+        ),
+    ] {
+        let expected_world = source
+            .select_world(&[package], Some(world_name))
+            .expect("world in wit/");
+        let wit_component::DecodedWasm::Component(decoded, world) =
+            wit_component::decode(wasm).unwrap()
+        else {
+            panic!("expected a component");
+        };
+        let exports = exported_interfaces(&decoded, world);
+        let expected = exported_interfaces(&source, expected_world);
+        let names = |list: &[(String, _)]| list.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&exports), names(&expected), "world {world_name}");
+        assert_eq!(names(&exports), interfaces, "world {world_name}");
+        for ((name, got), (_, want)) in exports.iter().zip(&expected) {
+            assert_eq!(
+                interface_shape(&decoded, *got),
+                interface_shape(&source, *want),
+                "interface {name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn parity_on_the_adversarial_corpus() {
+    within(Duration::from_secs(300), || {
+        for (config, name) in configs() {
+            for (i, stream) in workload::adversarial().iter().enumerate() {
+                for lengths in chunkings(stream.len(), i as u64) {
+                    assert_parity(
+                        config,
+                        stream,
+                        &lengths,
+                        &format!("adversarial #{i}, {name}"),
+                    );
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn parity_on_the_small_workload() {
+    within(Duration::from_secs(300), || {
+        let stream = workload::small(3_000, 7);
+        for lengths in [
+            vec![65536],
+            vec![4096],
+            vec![777],
+            vec![1, 13, 200, 5],
+            vec![stream.len()],
+        ] {
+            assert_parity(Config::default(), &stream, &lengths, "small");
+        }
+        // Limits that reject some of the messages.
+        let strict = Config::default()
+            .with_max_frame_bytes(200)
+            .with_max_depth(3);
+        for lengths in [vec![65536], vec![97], vec![3]] {
+            assert_parity(strict, &stream, &lengths, "small, strict limits");
+        }
+    });
+}
+
+#[test]
+fn parity_on_the_large_workload() {
+    within(Duration::from_secs(300), || {
+        let stream = workload::large(3, 512 * 1024, 11);
+        let config = Config::default().with_max_frame_bytes(1 << 20);
+        for lengths in [vec![65536], vec![4093], vec![1 << 20], vec![stream.len()]] {
+            assert_parity(config, &stream, &lengths, "large");
+        }
+        // One frame over the limit, the others under it.
+        let tight = Config::default().with_max_frame_bytes(520 * 1024);
+        assert_parity(tight, &stream, &[65536], "large, tight limit");
+    });
+}
+
+#[test]
+fn frames_inside_a_chunk_are_spans_not_copies() {
+    let mut framer = component(Config::default(), 1 << 16);
+    let chunk = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nlog line\n{\"id\":2,";
+    let batch = framer.push_batch(chunk).unwrap();
+    assert_eq!(batch.events.len(), 2);
+    let wit::Event::Frame(frame) = &batch.events[0] else {
+        panic!("expected a frame, got {:?}", batch.events[0])
+    };
+    assert!(
+        matches!(
+            frame.bytes,
+            wit::BytesRef::Chunk(wit::Span { start: 0, len: 36 })
+        ),
+        "{:?}",
+        frame.bytes
+    );
+    assert_eq!(
+        resolve(&frame.bytes, chunk, &batch.carried).unwrap(),
+        &chunk[..36]
+    );
+    let wit::Event::NotProtocol(line) = &batch.events[1] else {
+        panic!("expected a log line")
+    };
+    assert!(matches!(
+        line.line,
+        wit::BytesRef::Chunk(wit::Span { start: 37, len: 8 })
+    ));
+    let wit::Event::Frame(frame) = &batch.events[0] else {
+        unreachable!()
+    };
+    let field = |at: &Option<wit::BytesRef>| {
+        resolve(at.as_ref().unwrap(), chunk, &batch.carried)
+            .unwrap()
+            .to_vec()
+    };
+    assert_eq!(field(&frame.envelope.jsonrpc), b"2.0");
+    let Some(wit::Id::Number(id)) = &frame.envelope.id else {
+        panic!("numeric id expected")
+    };
+    assert_eq!(resolve(id, chunk, &batch.carried).unwrap(), b"1");
+    // Nothing is copied beyond the envelope fields.
+    assert!(batch.carried.len() <= 4, "carried {:?}", batch.carried);
+
+    // The frame that spans two pushes is assembled by the guest and carried.
+    let rest = b"\"result\":2}\n";
+    let batch = framer.push_batch(rest).unwrap();
+    let wit::Event::Frame(frame) = &batch.events[0] else {
+        panic!("expected a frame")
+    };
+    assert!(matches!(frame.bytes, wit::BytesRef::Carried(_)));
+    assert_eq!(
+        resolve(&frame.bytes, rest, &batch.carried).unwrap(),
+        b"{\"id\":2,\"result\":2}"
+    );
+}
+
+#[test]
+fn out_of_range_spans_are_refused() {
+    let at = wit::BytesRef::Chunk(wit::Span {
+        start: 3,
+        len: u32::MAX,
+    });
+    assert_eq!(resolve(&at, b"abcdef", b""), None);
+    let at = wit::BytesRef::Carried(wit::Span { start: 7, len: 0 });
+    assert_eq!(resolve(&at, b"", b"abc"), None);
+}
+
+#[test]
+fn worst_case_chunks_fit_the_default_caps() {
+    within(Duration::from_secs(60), || {
+        // The most events per byte: a line every two or three bytes.
+        for line in [&b"a\n"[..], b"{}\n", b"[\n", b"{\"id\":1}\n", b"\"\n"] {
+            let chunk: Vec<u8> = line
+                .iter()
+                .copied()
+                .cycle()
+                .take(DEFAULT_MAX_CHUNK_BYTES)
+                .collect();
+            for config in [Config::default(), Config::default().with_max_frame_bytes(1)] {
+                let mut framer = ComponentFramer::new(config).unwrap();
+                let mut events = Vec::new();
+                for _ in 0..3 {
+                    framer
+                        .push(&chunk, &mut events)
+                        .unwrap_or_else(|e| panic!("{line:?}: {e}"));
+                }
+                assert!(
+                    events.len() >= 3 * DEFAULT_MAX_CHUNK_BYTES / 12,
+                    "{line:?}: {} events",
+                    events.len()
+                );
+            }
+        }
+    });
+}
+
+#[test]
+fn memory_cap_ends_only_that_session() {
+    within(Duration::from_secs(60), || {
+        let config = Config::default();
+        let limits = GuestLimits {
+            memory_bytes: 3 << 20,
+            call_deadline: Duration::from_secs(5),
+        };
+        let mut framer = sandbox()
+            .framer(config, limits)
+            .expect("3 MiB is enough to start");
+        let mut events = Vec::new();
+        let big = vec![b' '; 8 << 20];
+        let err = framer
+            .push(&big, &mut events)
+            .expect_err("an 8 MiB chunk cannot fit in 3 MiB");
+        let message = err.to_string();
+        assert!(message.contains("memory cap of 3145728 bytes"), "{message}");
+        // The instance is never used again...
+        let again = framer
+            .push(b"{}\n", &mut events)
+            .expect_err("a failed session stays failed");
+        assert_eq!(again.to_string(), message);
+        assert!(framer.stats().is_err());
+        // ...and the next session gets a fresh one.
+        let mut next = sandbox().framer(config, limits).unwrap();
+        next.push(b"{\"id\":1,\"result\":0}\n", &mut events)
+            .unwrap();
+        assert_eq!(events.len(), 1);
+    });
+}
+
+#[test]
+fn deadline_stops_a_long_call() {
+    within(Duration::from_secs(120), || {
+        // ~64 MiB of small messages: a few hundred ms of guest work,
+        // far past a 1 ms deadline (a few 5 ms ticks at most).
+        let stream = workload::small(300_000, 3);
+        let config = Config::default();
+        let limits = GuestLimits {
+            memory_bytes: 1 << 30,
+            call_deadline: Duration::from_millis(1),
+        };
+        let mut framer = sandbox().framer(config, limits).unwrap();
+        let started = Instant::now();
+        let mut events = Vec::new();
+        let err = framer
+            .push(&stream, &mut events)
+            .expect_err("the deadline must stop the call");
+        assert!(err.to_string().contains("deadline"), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert!(events.is_empty());
+
+        // A zero deadline traps the constructor itself.
+        let zero = GuestLimits {
+            call_deadline: Duration::ZERO,
+            ..limits
+        };
+        let err = sandbox()
+            .framer(config, zero)
+            .expect_err("nothing runs with a zero deadline");
+        assert!(err.to_string().contains("deadline"), "{err}");
+
+        // Fresh sessions are unaffected. (A generous deadline: the epoch
+        // keeps running while the host lifts 300 000 events, and an
+        // unoptimised test build lifts slowly.)
+        let ok = GuestLimits {
+            call_deadline: Duration::from_secs(60),
+            memory_bytes: 1 << 30,
+        };
+        let (events, stats) = run(
+            &mut sandbox().framer(config, ok).unwrap(),
+            &stream,
+            &[stream.len()],
+        );
+        assert_eq!(stats.frames, 300_000);
+        assert_eq!(events.len(), 300_000);
+    });
+}
+
+#[test]
+fn compiled_code_is_cached_between_sandboxes() {
+    within(Duration::from_secs(120), || {
+        let dir = std::env::temp_dir().join(format!("drainpipe-cache-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let options = SandboxOptions {
+            cache_dir: Some(dir.clone()),
+        };
+        let first = Sandbox::new(&options).unwrap();
+        assert_eq!(
+            (first.cache_hits(), first.cache_misses()),
+            (0, 1),
+            "first load compiles"
+        );
+        let second = Sandbox::new(&options).unwrap();
+        assert_eq!(
+            (second.cache_hits(), second.cache_misses()),
+            (1, 0),
+            "second load reuses the code"
+        );
+        let mut events = Vec::new();
+        let mut framer = second
+            .framer(
+                Config::default(),
+                GuestLimits::for_config(&Config::default(), 64),
+            )
+            .unwrap();
+        framer
+            .push(b"{\"id\":1,\"result\":0}\n", &mut events)
+            .unwrap();
+        assert_eq!(events.len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    });
+}
+
+/// Host bindings for the full component, to check the budget half.
+mod full {
+    wasmtime::component::bindgen!({ path: "../wit", world: "drainpipe" });
+}
+
+#[test]
+fn budget_in_the_component_matches_the_native_budget() {
+    use drainpipe_framer::budget::{Capture, ClipError, Continuation, clip_response};
+    use full::exports::drainpipe::framer::budget as guest;
+
+    within(Duration::from_secs(120), || {
+        let engine = wasmtime::Engine::new(&Sandbox::engine_config()).unwrap();
+        let component = wasmtime::component::Component::new(&engine, FULL_COMPONENT_WASM).unwrap();
+        let mut store = wasmtime::Store::new(&engine, ());
+        store.set_epoch_deadline(u64::MAX);
+        let linker = wasmtime::component::Linker::new(&engine);
+        let bindings = full::Drainpipe::instantiate(&mut store, &component, &linker).unwrap();
+        let budget = bindings.drainpipe_framer_budget();
+
+        let mut rng = Rng::new(5);
+        let mut frames: Vec<Vec<u8>> = (0..6)
+            .map(|id| {
+                let mut f =
+                    workload::text_response(id, &workload::text(&mut rng, 500 * (id as usize + 1)));
+                f.pop(); // the newline
+                f
+            })
+            .collect();
+        frames.push(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-1,\"message\":\"x\"}}".to_vec(),
+        );
+        frames.push(b"{\"id\":1,\"method\":\"tools/call\"}".to_vec());
+        frames.push(b"[1,2]".to_vec());
+        frames.push(b"{\"id\":1,\"result\":".to_vec());
+        let continuations = [
+            (
+                Continuation::none(),
+                guest::Continuation {
+                    next_cursor: None,
+                    total_estimate: None,
+                },
+            ),
+            (
+                Continuation::cursor("page-2").with_total(99),
+                guest::Continuation {
+                    next_cursor: Some("page-2".into()),
+                    total_estimate: Some(99),
+                },
+            ),
+        ];
+        let mut clipped = 0;
+        let mut mismatches = Vec::new();
+        for frame in &frames {
+            for budget_bytes in [40usize, 300, 1000, 2500, 100_000] {
+                for (native_then, guest_then) in &continuations {
+                    let native = clip_response(frame, budget_bytes, native_then);
+                    let got = budget
+                        .call_clip_response(&mut store, frame, budget_bytes as u32, guest_then)
+                        .unwrap();
+                    let what = format!(
+                        "frame {:?}..., budget {budget_bytes}",
+                        String::from_utf8_lossy(&frame[..frame.len().min(30)])
+                    );
+                    match (native, got) {
+                        (Ok(n), Ok(g)) => {
+                            if n != g {
+                                mismatches.push(format!(
+                                    "{what}: output differs ({} vs {} bytes)",
+                                    n.len(),
+                                    g.len()
+                                ));
+                            }
+                            clipped += usize::from(n.len() < frame.len());
+                        }
+                        (Err(n), Err(g)) => {
+                            let g = match g {
+                                guest::ClipError::Malformed(at) => {
+                                    ClipError::Malformed { at: at as usize }
+                                }
+                                guest::ClipError::NotAnObject => ClipError::NotAnObject,
+                                guest::ClipError::NotAResponse => ClipError::NotAResponse,
+                                guest::ClipError::ErrorResponse => ClipError::ErrorResponse,
+                                guest::ClipError::MissingResult => ClipError::MissingResult,
+                                guest::ClipError::MissingId => ClipError::MissingId,
+                                guest::ClipError::DuplicateMember => ClipError::DuplicateMember,
+                                guest::ClipError::NotAToolResult => ClipError::NotAToolResult,
+                                guest::ClipError::BudgetTooSmall(minimum) => {
+                                    ClipError::BudgetTooSmall {
+                                        minimum: minimum as usize,
+                                    }
+                                }
+                            };
+                            if n != g {
+                                mismatches.push(format!("{what}: native {n:?}, component {g:?}"));
+                            }
+                        }
+                        (n, g) => mismatches.push(format!("{what}: native {n:?}, component {g:?}")),
+                    }
+                }
+            }
+        }
+        // The guest is wasm32: anything in the core whose result depends on
+        // the width of `usize` (such as room reserved for `usize::MAX`)
+        // shows up here.
+        assert!(
+            mismatches.is_empty(),
+            "{} mismatches between native and wasm32:\n{}",
+            mismatches.len(),
+            mismatches.join("\n")
+        );
+        assert!(clipped >= 10, "only {clipped} frames were actually clipped");
+
+        // Capture: same report, head, tail and rendering for any chunking.
+        let stream = workload::small(200, 9);
+        for (budget_bytes, head_bytes) in [(64u32, 16u32), (1000, 500), (1 << 20, 100)] {
+            let mut native = Capture::with_head(budget_bytes as usize, head_bytes as usize);
+            let capture = budget.capture();
+            let handle = capture
+                .call_constructor(&mut store, budget_bytes, head_bytes)
+                .unwrap();
+            for chunk in stream.chunks(777) {
+                native.write(chunk);
+                capture.call_write(&mut store, handle, chunk).unwrap();
+            }
+            let report = capture.call_report(&mut store, handle).unwrap();
+            let n = native.report();
+            assert_eq!(
+                (report.seen, report.kept, report.dropped, report.truncated),
+                (n.seen, n.kept, n.dropped, n.truncated)
+            );
+            assert_eq!(
+                capture.call_head(&mut store, handle).unwrap(),
+                native.head()
+            );
+            assert_eq!(
+                capture.call_tail(&mut store, handle).unwrap(),
+                native.tail()
+            );
+            assert_eq!(
+                capture.call_render(&mut store, handle).unwrap(),
+                native.render()
+            );
+            handle.resource_drop(&mut store).unwrap();
+        }
+    });
+}

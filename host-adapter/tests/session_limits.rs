@@ -1,0 +1,321 @@
+//! The transport limit and what the session does with every kind of bad line.
+
+mod session_support;
+
+use std::time::Duration;
+
+use drainpipe_framer::Config;
+use drainpipe_host::session::{CallError, OversizePolicy, SessionConfig};
+use serde_json::json;
+use session_support::*;
+
+const LIMIT: u64 = 64 << 10;
+
+fn limited() -> SessionConfig {
+    SessionConfig {
+        framer: Config::default().with_max_frame_bytes(LIMIT as usize),
+        ..SessionConfig::default()
+    }
+}
+
+/// The id comes first: the request fails the moment the limit is crossed,
+/// while the server is still writing, with the byte counts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_with_peekable_id_fails_that_request_at_once() {
+    let session = start(&[], limited()).await;
+    // 4 MiB in 256 pieces, 4 ms apart: about a second of writing.
+    let pending = start_tool(
+        &session,
+        "large",
+        json!({"bytes": 4 << 20, "piece_delay_ms": 4}),
+        opts(20),
+    )
+    .await;
+    let id = pending.id();
+    let outcome = within(10, "too-large outcome", pending.outcome()).await;
+    match outcome {
+        Err(CallError::TooLarge {
+            received_bytes,
+            limit_bytes,
+        }) => {
+            assert_eq!(limit_bytes, LIMIT);
+            assert!(received_bytes > LIMIT);
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    let done = format!("large id={id}: wrote");
+    assert!(
+        !session.stderr().kept_text().contains(&done),
+        "failed before the server finished writing"
+    );
+    // The rest of the line is discarded; the next request is framed normally.
+    assert_usable(&session).await;
+    let metrics = session.metrics();
+    assert_eq!(metrics.oversize_frames, 1);
+    assert_eq!(metrics.late_responses_dropped, 0);
+    assert!(
+        metrics.stdout_bytes > 4 << 20,
+        "the whole line was drained: {metrics:?}"
+    );
+    shutdown_clean(&session).await;
+}
+
+/// The id comes after the limit: nothing can be attributed, the request ends
+/// by its timeout, the line is discarded and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_without_peekable_id_times_out_and_the_session_recovers() {
+    let session = start(&[], limited()).await;
+    let outcome = within(
+        10,
+        "id-last oversize",
+        tool(
+            &session,
+            "sized",
+            json!({"bytes": 1 << 20, "id_last": true}),
+            opts_ms(800),
+        ),
+    )
+    .await;
+    assert_eq!(
+        outcome,
+        Err(CallError::TimedOut {
+            after: Duration::from_millis(800)
+        })
+    );
+    assert_eq!(session.metrics().oversize_frames, 1);
+    assert_usable(&session).await;
+    assert_eq!(
+        session.metrics().cancellations_sent,
+        1,
+        "a timed-out request is cancelled on the server"
+    );
+    shutdown_clean(&session).await;
+}
+
+/// Exactly at the limit passes; one byte more does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn just_below_at_and_just_above_the_limit() {
+    let session = start(&[], limited()).await;
+    for bytes in [LIMIT - 1, LIMIT] {
+        let response = within(
+            10,
+            "within the limit",
+            tool(&session, "sized", json!({"bytes": bytes}), opts(5)),
+        )
+        .await;
+        assert_eq!(response.expect("fits").wire_bytes as u64, bytes);
+    }
+    let above = within(
+        10,
+        "over the limit",
+        tool(&session, "sized", json!({"bytes": LIMIT + 1}), opts(5)),
+    )
+    .await;
+    assert_eq!(
+        above,
+        Err(CallError::TooLarge {
+            received_bytes: LIMIT + 1,
+            limit_bytes: LIMIT
+        })
+    );
+    assert_usable(&session).await;
+    assert_eq!(session.metrics().largest_frame_bytes, LIMIT);
+    shutdown_clean(&session).await;
+}
+
+/// Under the kill policy, the request fails as too large and the session ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_kill_policy_ends_the_session() {
+    let session = start(
+        &[],
+        SessionConfig {
+            oversize: OversizePolicy::KillSession,
+            ..limited()
+        },
+    )
+    .await;
+    let outcome = within(
+        10,
+        "oversize",
+        tool(&session, "sized", json!({"bytes": LIMIT * 4}), opts(5)),
+    )
+    .await;
+    assert!(
+        matches!(outcome, Err(CallError::TooLarge { .. })),
+        "{outcome:?}"
+    );
+    let next = within(
+        10,
+        "after the kill",
+        tool(&session, "echo", json!({}), opts(5)),
+    )
+    .await;
+    assert!(
+        matches!(next, Err(CallError::SessionLost { .. })),
+        "{next:?}"
+    );
+    assert_eq!(session.metrics().process_kills, 1);
+    shutdown_clean(&session).await;
+}
+
+/// A flood of oversize lines past the threshold kills the session even under
+/// the recover policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_flood_past_the_threshold_kills_the_session() {
+    let session = start(
+        &[],
+        SessionConfig {
+            max_oversize_frames: Some(2),
+            ..limited()
+        },
+    )
+    .await;
+    for _ in 0..2 {
+        let outcome = within(
+            10,
+            "oversize",
+            tool(&session, "sized", json!({"bytes": LIMIT * 2}), opts(5)),
+        )
+        .await;
+        assert!(
+            matches!(outcome, Err(CallError::TooLarge { .. })),
+            "{outcome:?}"
+        );
+    }
+    assert!(session.lost().is_none(), "two are tolerated");
+    let third = within(
+        10,
+        "third oversize",
+        tool(&session, "sized", json!({"bytes": LIMIT * 2}), opts(5)),
+    )
+    .await;
+    assert!(
+        matches!(third, Err(CallError::TooLarge { .. })),
+        "{third:?}"
+    );
+    within(
+        5,
+        "session lost",
+        wait_until(4, "lost", || session.lost().is_some()),
+    )
+    .await;
+    assert!(session.lost().unwrap().contains("oversize"));
+    shutdown_clean(&session).await;
+}
+
+/// A stray log line on stdout is diverted and counted; the call it came with still answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stray_log_line_is_diverted_and_counted() {
+    let session = start(&[], SessionConfig::default()).await;
+    let response = within(
+        10,
+        "stray_log",
+        tool(&session, "stray_log", json!({}), opts(5)),
+    )
+    .await;
+    assert_eq!(
+        first_text(&response.expect("answers")),
+        "wrote a stray log line to stdout"
+    );
+    assert_eq!(session.metrics().not_protocol_lines, 1);
+    shutdown_clean(&session).await;
+
+    let strict = start(
+        &[],
+        SessionConfig {
+            max_not_protocol_lines: Some(0),
+            ..SessionConfig::default()
+        },
+    )
+    .await;
+    let _ = within(
+        10,
+        "stray_log, strict",
+        tool(&strict, "stray_log", json!({}), opts(5)),
+    )
+    .await;
+    within(
+        5,
+        "session lost",
+        wait_until(4, "lost", || strict.lost().is_some()),
+    )
+    .await;
+    assert!(strict.lost().unwrap().contains("non-protocol"));
+    shutdown_clean(&strict).await;
+}
+
+/// A malformed line with a readable id fails that request, and only that one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_response_fails_its_request() {
+    let session = start(&[], SessionConfig::default()).await;
+    let outcome = within(
+        10,
+        "malformed",
+        tool(&session, "malformed", json!({}), opts(5)),
+    )
+    .await;
+    assert!(
+        matches!(outcome, Err(CallError::Malformed { .. })),
+        "{outcome:?}"
+    );
+    assert_eq!(session.metrics().malformed_frames, 1);
+    assert_usable(&session).await;
+    shutdown_clean(&session).await;
+}
+
+/// Payloads that break careless framers arrive intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tricky_huge_and_many_block_payloads_arrive_intact() {
+    let session = start(&[], SessionConfig::default()).await;
+    let tricky = within(10, "tricky", tool(&session, "tricky", json!({}), opts(5)))
+        .await
+        .expect("tricky");
+    let texts = tricky.result["structuredContent"]["texts"]
+        .as_array()
+        .expect("texts")
+        .clone();
+    assert_eq!(texts.len(), 5);
+    for (i, expected) in texts.iter().enumerate() {
+        assert_eq!(&tricky.result["content"][i]["text"], expected);
+    }
+    assert!(
+        texts[2]
+            .as_str()
+            .unwrap()
+            .contains("日本語 한국어 العربية 😀🚀 𝄞")
+    );
+    assert!(texts[1].as_str().unwrap().contains('\u{0}'));
+    assert!(
+        texts[3].as_str().unwrap().len() > 256 << 10,
+        "a long line without breaks"
+    );
+
+    let huge = within(
+        10,
+        "huge_field",
+        tool(&session, "huge_field", json!({"bytes": 2 << 20}), opts(5)),
+    )
+    .await
+    .expect("huge");
+    assert_eq!(
+        huge.result["structuredContent"]["blob"]
+            .as_str()
+            .unwrap()
+            .len(),
+        2 << 20
+    );
+
+    let many = within(
+        10,
+        "many_blocks",
+        tool(&session, "many_blocks", json!({"count": 5000}), opts(5)),
+    )
+    .await
+    .expect("many");
+    assert_eq!(many.result["content"].as_array().unwrap().len(), 5000);
+    assert_eq!(
+        session.metrics().malformed_frames + session.metrics().not_protocol_lines,
+        0
+    );
+    shutdown_clean(&session).await;
+}
