@@ -1,17 +1,57 @@
 #!/usr/bin/env bash
-# Runs every test drainpipe has, on a fresh machine with Rust: installs what the
-# tests need (wasm targets, Node packages, cargo-fuzz), then runs them.
-# Usage: bash scripts/test-all.sh
+# Every test drainpipe has, on a fresh machine with Rust: installs what the tests
+# need (wasm targets, Debian's chromium, Node and Python peers, cargo-fuzz), then
+# runs them. Each step prints a header; the script stops at the first failure.
+#
+#   bash scripts/test-all.sh
+#
+# Environment:
+#   DRAINPIPE_SKIP_FUZZ=1      leave out the fuzz smoke run (the slowest step)
+#   DRAINPIPE_SKIP_BROWSER=1   leave out the headless Chromium run
+#   FUZZ_SMOKE_SECONDS=N       seconds per fuzz target (default 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
+started=$SECONDS
 
 step "toolchain: wasm targets"
 rustup target add wasm32-unknown-unknown wasm32-wasip2
 
-step "framer builds as no_std for wasm32"
+step "the framer builds as no_std for wasm32"
 cargo build --quiet -p drainpipe-framer --no-default-features --target wasm32-unknown-unknown
 
-step "cargo test (workspace)"
-cargo test --workspace
+step "peers: Node and Python MCP SDKs, jco"
+if [ -f tests/peers/setup.sh ]; then
+    bash tests/peers/setup.sh
+fi
+(cd host-adapter/js && npm ci --no-audit --no-fund --loglevel=error)
+
+step "cargo test (workspace, default features)"
+DRAINPIPE_REQUIRE_PEERS=1 cargo test --workspace
+
+step "cargo test (optional features: tokio-util codec, rmcp transport)"
+if grep -q '^tokio-util' framer/Cargo.toml; then
+    cargo test -p drainpipe-framer --features tokio-util
+fi
+if grep -q '^rmcp' host-adapter/Cargo.toml; then
+    DRAINPIPE_REQUIRE_PEERS=1 cargo test -p drainpipe-host --features rmcp
+fi
+
+step "the component in Node (jco)"
+(cd host-adapter/js && npm run build && npm test)
+
+if [ "${DRAINPIPE_SKIP_BROWSER:-0}" != 1 ]; then
+    step "the component in headless Chromium"
+    if ! command -v chromium >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    fi
+    (cd host-adapter/js && npm run test:browser)
+fi
+
+if [ "${DRAINPIPE_SKIP_FUZZ:-0}" != 1 ]; then
+    step "fuzz smoke: every target, ${FUZZ_SMOKE_SECONDS:-20}s each"
+    FUZZ_SMOKE_SECONDS="${FUZZ_SMOKE_SECONDS:-20}" bash fuzz/ci-smoke.sh
+fi
+
+step "done in $((SECONDS - started))s"

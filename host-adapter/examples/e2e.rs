@@ -1,0 +1,121 @@
+//! End-to-end figures for the guarded session, on real child processes and
+//! OS pipes (see BENCHMARKS.md for the commands and results).
+//!
+//! ```text
+//! e2e throughput [GIB]        a child writes GIB GiB of 16 KiB frames: plain pipe drain,
+//!                             guarded session (native framer), guarded session (component)
+//! e2e flood <GIB> <native|component>
+//!                             a child writes GIB GiB on one line, max_frame 1 MiB; run it
+//!                             under `/usr/bin/time -v` for the peak RSS
+//! ```
+
+use std::time::{Duration, Instant};
+
+use drainpipe_framer::Config;
+use drainpipe_host::component::ComponentFramer;
+use drainpipe_host::session::{BackendChoice, Session, SessionConfig};
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+
+const FRAME_BYTES: usize = 16 << 10;
+
+/// A shell command that writes `bytes` bytes of newline-delimited JSON-RPC
+/// notifications of `FRAME_BYTES` each (the last one may be cut short).
+fn frames_child(bytes: u64) -> Command {
+    let padding = "x".repeat(FRAME_BYTES - 80);
+    let line = format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{padding}"}}}}"#);
+    let mut command = Command::new("sh");
+    command.args(["-c", &format!("yes '{line}' | head -c {bytes}")]);
+    command
+}
+
+/// A shell command that writes `bytes` bytes with no newline at all.
+fn single_line_child(bytes: u64) -> Command {
+    let mut command = Command::new("sh");
+    command.args(["-c", &format!("printf '{{\"id\":1,\"result\":\"'; head -c {bytes} /dev/zero | tr '\\0' x")]);
+    command
+}
+
+fn config(backend: &str, max_frame_bytes: usize) -> SessionConfig {
+    let mut config = SessionConfig::default();
+    config.framer = Config::default().with_max_frame_bytes(max_frame_bytes);
+    config.default_timeout = Duration::from_secs(600);
+    if backend == "component" {
+        config.backend = BackendChoice::Custom(std::sync::Arc::new(|framer: Config| {
+            ComponentFramer::new(framer).map(|b| Box::new(b) as Box<dyn drainpipe_host::backend::FramerBackend>)
+        }));
+    }
+    config
+}
+
+async fn plain_drain(bytes: u64) -> (u64, Duration) {
+    let started = Instant::now();
+    let mut child = frames_child(bytes).stdout(std::process::Stdio::piped()).spawn().expect("sh");
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut buf = vec![0u8; 64 << 10];
+    let mut total = 0u64;
+    loop {
+        let n = stdout.read(&mut buf).await.expect("read");
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+    }
+    child.wait().await.expect("wait");
+    (total, started.elapsed())
+}
+
+async fn guarded(bytes: u64, backend: &str) -> (u64, u64, Duration) {
+    let started = Instant::now();
+    let session = Session::spawn(frames_child(bytes), config(backend, 1 << 20)).expect("spawn");
+    let mut frames = 0u64;
+    while let Some(message) = session.next_incoming().await {
+        frames += u64::from(!message.bytes.is_empty());
+    }
+    let elapsed = started.elapsed();
+    let metrics = session.metrics();
+    session.shutdown().await;
+    (metrics.stdout_bytes, frames, elapsed)
+}
+
+async fn flood(gib: u64, backend: &str) {
+    let bytes = gib << 30;
+    let started = Instant::now();
+    let session = Session::spawn(single_line_child(bytes), config(backend, 1 << 20)).expect("spawn");
+    while session.next_incoming().await.is_some() {}
+    let metrics = session.metrics();
+    session.shutdown().await;
+    println!(
+        "flood {gib} GiB ({backend}): {} bytes read, {} oversize, in {:.2?}; peak RSS: see /usr/bin/time -v",
+        metrics.stdout_bytes,
+        metrics.oversize_frames,
+        started.elapsed()
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("throughput") => {
+            let gib: u64 = args.get(1).map_or(1, |s| s.parse().expect("GiB"));
+            let bytes = gib << 30;
+            let rate = |b: u64, d: Duration| b as f64 / d.as_secs_f64() / 1e9;
+            let (plain, plain_time) = plain_drain(bytes).await;
+            println!("plain pipe drain:        {:>6.2} GB/s ({plain} bytes)", rate(plain, plain_time));
+            for backend in ["native", "component"] {
+                let (read, frames, time) = guarded(bytes, backend).await;
+                println!(
+                    "guarded session, {backend:<9}: {:>6.2} GB/s ({read} bytes, {frames} frames) = {:.0}% of the plain drain",
+                    rate(read, time),
+                    100.0 * rate(read, time) / rate(plain, plain_time)
+                );
+            }
+        }
+        Some("flood") => {
+            let gib: u64 = args.get(1).map_or(1, |s| s.parse().expect("GiB"));
+            flood(gib, args.get(2).map_or("native", String::as_str)).await;
+        }
+        _ => eprintln!("usage: e2e throughput [GIB] | e2e flood <GIB> <native|component>"),
+    }
+}
