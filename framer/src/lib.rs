@@ -31,6 +31,11 @@
 //! The second limit, the **result budget** for what a tool returns, lives in
 //! [`budget`].
 //!
+//! With the `tokio-util` feature (which needs `std`), `codec::FramerCodec`
+//! puts the framer behind tokio-util's `Decoder` and `Encoder`, as a drop-in
+//! replacement for `LinesCodec` that never ends a `FramedRead` stream on bad
+//! input.
+//!
 //! # Example
 //!
 //! ```
@@ -64,6 +69,8 @@ extern crate alloc;
 extern crate std;
 
 pub mod budget;
+#[cfg(feature = "tokio-util")]
+pub mod codec;
 mod config;
 mod event;
 mod framer;
