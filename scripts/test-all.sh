@@ -31,12 +31,10 @@ step "cargo test (workspace, default features)"
 DRAINPIPE_REQUIRE_PEERS=1 cargo test --workspace
 
 step "cargo test (optional features: tokio-util codec, rmcp transport)"
-if grep -q '^tokio-util' framer/Cargo.toml; then
-    cargo test -p drainpipe-framer --features tokio-util
-fi
-if grep -q '^rmcp' host-adapter/Cargo.toml; then
-    DRAINPIPE_REQUIRE_PEERS=1 cargo test -p drainpipe-host --features rmcp
-fi
+cargo test -p drainpipe-framer --features tokio-util
+DRAINPIPE_REQUIRE_PEERS=1 cargo test -p drainpipe-host --features rmcp --test rmcp_transport
+cargo test -p drainpipe-host --features rmcp --doc
+cargo build -p drainpipe-host --features rmcp --examples
 
 step "the component in Node (jco)"
 (cd host-adapter/js && npm run build && npm test)
