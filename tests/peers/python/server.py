@@ -1,0 +1,52 @@
+"""An MCP stdio server written with the official Python SDK (`mcp`).
+
+Tools:
+  huge(bytes)       a text result of `bytes` characters: far larger than a pipe
+  slow(seconds)     sleeps, reporting on stderr when it starts and when it is
+                    cancelled, so a test can see cancellation reach the work
+  echo(text)        returns its argument
+
+Logs go to stderr only; stdout carries the protocol.
+"""
+
+import sys
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("drainpipe-python-peer")
+
+
+def log(message: str) -> None:
+    print(f"python-peer: {message}", file=sys.stderr, flush=True)
+
+
+@server.tool(structured_output=False)
+def huge(bytes: int = 8 << 20) -> str:
+    """A text result of `bytes` characters."""
+    log(f"huge: answering {bytes} bytes")
+    return "h" * bytes
+
+
+@server.tool(structured_output=False)
+async def slow(seconds: float = 30.0) -> str:
+    """Sleeps for `seconds`; cancellable."""
+    log("slow: started")
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        log("slow: cancelled")
+        raise
+    log("slow: finished")
+    return f"slept {seconds} s"
+
+
+@server.tool(structured_output=False)
+def echo(text: str) -> str:
+    """Returns `text`."""
+    return text
+
+
+if __name__ == "__main__":
+    log("started")
+    server.run("stdio")

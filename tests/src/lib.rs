@@ -1,0 +1,416 @@
+//! Support for drainpipe's release suite: where the binaries and the real
+//! MCP peers are, time bounds that fail loudly, the guarded session set up
+//! the way every criterion uses it, and process-table checks for zombies and
+//! orphans.
+//!
+//! The criteria themselves are the files in `tests/`; `README.md` says in
+//! plain words what they hold the code to.
+#![forbid(unsafe_code)]
+
+pub mod peers;
+pub mod procs;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use drainpipe_host::session::{
+    CallError, CallOptions, PendingCall, Response, Session, SessionConfig, ShutdownReport,
+};
+use serde_json::{Value, json};
+
+/// The longest a small request may take to answer right after a fault or a
+/// cancellation, for the criteria that say "answers quickly". Generous for a
+/// loaded 2-core CI machine; a healthy run answers in about a millisecond.
+pub const QUICK: Duration = Duration::from_secs(2);
+
+/// Runs `future` or panics after `secs` seconds, naming what hung.
+pub async fn within<F: Future>(secs: u64, what: &str, future: F) -> F::Output {
+    match tokio::time::timeout(Duration::from_secs(secs), future).await {
+        Ok(output) => output,
+        Err(_) => panic!("timed out after {secs} s: {what}"),
+    }
+}
+
+/// Polls `condition` every 5 ms for up to `secs` seconds; panics with `what`
+/// if it never holds.
+pub async fn wait_until(secs: u64, what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !condition() {
+        assert!(
+            Instant::now() < deadline,
+            "condition never held within {secs} s: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The workspace root (the folder with the root `Cargo.toml`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// The folder cargo put this test executable's sibling binaries in
+/// (`target/<profile>`), found from the running executable so it follows
+/// `CARGO_TARGET_DIR` and the profile.
+fn binary_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("own path");
+    // target/<profile>/deps/<test>-<hash>
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("a test executable lives in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// Builds (once per test process) and returns a binary of `drainpipe-host`.
+///
+/// Another package's binaries are not built for this package's tests, so the
+/// suite asks cargo for them: a no-op when `cargo test --workspace` already
+/// built them, and it keeps `cargo test -p drainpipe-release` from testing a
+/// stale or missing binary. `DRAINPIPE_BIN_DIR` points at prebuilt binaries
+/// instead (no build).
+pub fn host_binary(name: &str) -> Result<PathBuf, String> {
+    static BUILT: Mutex<Vec<(String, Result<PathBuf, String>)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, found)) = built.iter().find(|(n, _)| n == name) {
+        return found.clone();
+    }
+    let found = build_host_binary(name);
+    built.push((name.to_string(), found.clone()));
+    found
+}
+
+fn build_host_binary(name: &str) -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("DRAINPIPE_BIN_DIR") {
+        let path = Path::new(&dir).join(name);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{} does not exist (DRAINPIPE_BIN_DIR)",
+                path.display()
+            ))
+        };
+    }
+    let dir = binary_dir();
+    let path = dir.join(name);
+    if is_fresh(&path) {
+        return Ok(path);
+    }
+    let profile = dir.file_name().and_then(|p| p.to_str()).unwrap_or("debug");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = StdCommand::new(cargo);
+    build.current_dir(workspace_root()).args([
+        "build",
+        "--quiet",
+        "-p",
+        "drainpipe-host",
+        "--bin",
+        name,
+    ]);
+    if profile == "release" {
+        build.arg("--release");
+    }
+    if let Some(target) = dir.parent() {
+        build.env("CARGO_TARGET_DIR", target);
+    }
+    let output = build
+        .output()
+        .map_err(|e| format!("could not run cargo to build {name}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`cargo build -p drainpipe-host --bin {name}` failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("{} is missing after the build", path.display()))
+    }
+}
+
+/// Whether `binary` exists and is newer than every source it is built
+/// from. Skipping the build then matters: cargo's build lock may be held by
+/// another build sharing the target folder.
+fn is_fresh(binary: &Path) -> bool {
+    fn newest(path: &Path, newest_seen: &mut std::time::SystemTime) {
+        let Ok(meta) = path.metadata() else { return };
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+                newest(&entry.path(), newest_seen);
+            }
+        } else if let Ok(modified) = meta.modified() {
+            *newest_seen = (*newest_seen).max(modified);
+        }
+    }
+    let Ok(built) = binary.metadata().and_then(|m| m.modified()) else {
+        return false;
+    };
+    let root = workspace_root();
+    let mut sources = std::time::UNIX_EPOCH;
+    for part in [
+        "Cargo.lock",
+        "framer/Cargo.toml",
+        "framer/src",
+        "host-adapter/Cargo.toml",
+        "host-adapter/build.rs",
+        "host-adapter/src",
+        "host-adapter/guest",
+        "wit",
+    ] {
+        newest(&root.join(part), &mut sources);
+    }
+    built > sources
+}
+
+/// The fixture server binary; panics if it cannot be built (it is part of
+/// this workspace, so that is a real failure).
+pub fn fixture_binary() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| host_binary("drainpipe-fixture").unwrap_or_else(|e| panic!("{e}")))
+        .clone()
+}
+
+/// The fixture server with `args`.
+pub fn fixture(args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(fixture_binary());
+    command.args(args);
+    command
+}
+
+/// The `initialize` parameters a real host sends.
+pub fn initialize_params() -> Value {
+    json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "drainpipe-release", "version": "0"},
+    })
+}
+
+/// Spawns `command` behind a guarded session and runs the MCP handshake.
+pub async fn start_session(command: tokio::process::Command, config: SessionConfig) -> Session {
+    let session = Session::spawn(command, config).expect("spawn the server");
+    let init = within(
+        30,
+        "initialize",
+        session.call("initialize", initialize_params(), opts(25)),
+    )
+    .await;
+    if let Err(error) = init {
+        let stderr = session.stderr().kept_text();
+        panic!("initialize failed: {error}; server stderr:\n{stderr}");
+    }
+    within(
+        5,
+        "notifications/initialized",
+        session.notify("notifications/initialized", json!({})),
+    )
+    .await
+    .expect("initialized notification sent");
+    session
+}
+
+/// A session on the fixture with `args`, initialized.
+pub async fn start_fixture(args: &[&str], config: SessionConfig) -> Session {
+    start_session(fixture(args), config).await
+}
+
+/// A session configuration with the transport limit `max_frame_bytes`.
+pub fn limited(max_frame_bytes: usize) -> SessionConfig {
+    SessionConfig {
+        framer: drainpipe_framer::Config::default().with_max_frame_bytes(max_frame_bytes),
+        ..SessionConfig::default()
+    }
+}
+
+/// Call options with a timeout in seconds.
+pub fn opts(secs: u64) -> CallOptions {
+    CallOptions {
+        timeout: Some(Duration::from_secs(secs)),
+    }
+}
+
+/// Call options with a timeout in milliseconds.
+pub fn opts_ms(ms: u64) -> CallOptions {
+    CallOptions {
+        timeout: Some(Duration::from_millis(ms)),
+    }
+}
+
+/// `tools/call` of `name` with `arguments`.
+pub async fn tool(
+    session: &Session,
+    name: &str,
+    arguments: Value,
+    options: CallOptions,
+) -> Result<Response, CallError> {
+    session
+        .call(
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+            options,
+        )
+        .await
+}
+
+/// Starts `tools/call` of `name` without waiting for it.
+pub async fn start_tool(
+    session: &Session,
+    name: &str,
+    arguments: Value,
+    options: CallOptions,
+) -> PendingCall {
+    session
+        .start(
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+            options,
+        )
+        .await
+        .expect("request sent")
+}
+
+/// The first text block of a tool result.
+pub fn first_text(response: &Response) -> &str {
+    response.result["content"][0]["text"]
+        .as_str()
+        .expect("a text block")
+}
+
+/// The recovery criterion: a small, independent request answers, and within
+/// [`QUICK`]. `call` makes that request (a different tool per server).
+/// Returns how long it took.
+pub async fn answers_quickly<F, Fut>(what: &str, call: F) -> Duration
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Response, CallError>>,
+{
+    let started = Instant::now();
+    let outcome = within(10, what, call()).await;
+    let took = started.elapsed();
+    if let Err(error) = outcome {
+        panic!("{what}: the small request failed: {error}");
+    }
+    assert!(took < QUICK, "{what}: the small request took {took:?}");
+    took
+}
+
+/// The fixture's small request: `echo`, checked for its payload.
+pub async fn fixture_echo_quickly(session: &Session, what: &str) -> Duration {
+    answers_quickly(what, || async {
+        let response = tool(session, "echo", json!({"again": what}), opts(5)).await?;
+        assert_eq!(response.result["structuredContent"], json!({"again": what}));
+        Ok(response)
+    })
+    .await
+}
+
+/// Shuts the session down and checks nothing of it is left: the group is
+/// empty and the leader was reaped.
+pub async fn shutdown_clean(session: &Session) -> ShutdownReport {
+    let pid = session.pid();
+    let report = within(20, "shutdown", session.shutdown()).await;
+    procs::assert_group_gone(pid).await;
+    report
+}
+
+/// The median of `samples`.
+pub fn median(samples: &mut [Duration]) -> Duration {
+    assert!(!samples.is_empty(), "no samples");
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// Whether the heavy variants were asked for (`DRAINPIPE_STRESS_FULL=1`).
+pub fn stress_full() -> bool {
+    std::env::var("DRAINPIPE_STRESS_FULL").is_ok_and(|v| v == "1")
+}
+
+/// A small deterministic generator (xorshift64*): the stress tests print
+/// their seed so a failure can be replayed with `DRAINPIPE_STRESS_SEED`.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed` (0 is replaced by a fixed odd constant).
+    pub fn new(seed: u64) -> Self {
+        Rng(if seed == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            seed
+        })
+    }
+
+    /// The seed from `DRAINPIPE_STRESS_SEED`, or one from the clock.
+    pub fn seed_from_env() -> u64 {
+        std::env::var("DRAINPIPE_STRESS_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(1)
+            })
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}
+
+/// Prints a measured figure and appends it, as one JSON line, to
+/// `target/drainpipe-release-figures.jsonl`, so a run leaves its numbers
+/// behind (`cargo test` hides what passing tests print).
+pub fn figure(name: &str, value: Value) {
+    let line = json!({"figure": name, "value": value});
+    eprintln!("figure: {line}");
+    let path = binary_dir()
+        .parent()
+        .map(|target| target.join("drainpipe-release-figures.jsonl"));
+    if let Some(path) = path {
+        use std::io::Write;
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(file, "{line}");
+        }
+    }
+}
+
+/// Round-trip times of `rounds` sequential small calls made by `call`
+/// (after 20 warm-up calls): `(median, p90)`.
+pub async fn round_trips<F, Fut>(rounds: usize, mut call: F) -> (Duration, Duration)
+where
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = Result<Response, CallError>>,
+{
+    for i in 0..20 {
+        call(usize::MAX - i).await.expect("warm-up call");
+    }
+    let mut samples = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        let started = Instant::now();
+        call(i).await.expect("round trip");
+        samples.push(started.elapsed());
+    }
+    samples.sort();
+    (samples[samples.len() / 2], samples[samples.len() * 9 / 10])
+}
