@@ -320,13 +320,6 @@ pub async fn shutdown_clean(session: &Session) -> ShutdownReport {
     report
 }
 
-/// The median of `samples`.
-pub fn median(samples: &mut [Duration]) -> Duration {
-    assert!(!samples.is_empty(), "no samples");
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
 /// Whether the heavy variants were asked for (`DRAINPIPE_STRESS_FULL=1`).
 pub fn stress_full() -> bool {
     std::env::var("DRAINPIPE_STRESS_FULL").is_ok_and(|v| v == "1")

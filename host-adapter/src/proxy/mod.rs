@@ -208,19 +208,33 @@ pub async fn run(
         () = host_eof.cancelled() => {
             // Every host message read was queued; the writer closes stdin
             // once it has written them, or now if the server stopped reading.
-            let grace = Instant::now();
-            let _ = tokio::time::timeout(config.shutdown.after_close, server_writer).await;
-            close_server_stdin.cancel();
-            let after_close = config.shutdown.after_close.saturating_sub(grace.elapsed());
-            control.stop(ShutdownTimeouts { after_close, ..config.shutdown }).await.status
+            // A host that then signals the proxy (the SDKs send SIGTERM a
+            // few seconds after closing stdin, then SIGKILL) must not find it
+            // still waiting out the grace: the server would outlive it.
+            let graceful = async {
+                let grace = Instant::now();
+                let _ = tokio::time::timeout(config.shutdown.after_close, server_writer).await;
+                close_server_stdin.cancel();
+                let after_close = config.shutdown.after_close.saturating_sub(grace.elapsed());
+                control.stop(ShutdownTimeouts { after_close, ..config.shutdown }).await.status
+            };
+            tokio::select! {
+                status = graceful => status,
+                () = stop.cancelled() => None,
+            }
         }
-        () = stop.cancelled() => {
+        () = stop.cancelled() => None,
+    };
+    let status = match status {
+        Some(status) => Some(status),
+        None if stop.is_cancelled() => {
             sink.line("asked to stop: SIGTERM to the server");
             control.signal_group(Signal::SIGTERM);
             close_server_stdin.cancel();
             let timeouts = ShutdownTimeouts { after_close: config.shutdown.after_term, ..config.shutdown };
             control.stop(timeouts).await.status
         }
+        None => None,
     };
     // Kills what the server left in its group (a no-op once it is empty).
     control.stop(config.shutdown).await;
