@@ -231,16 +231,12 @@ pub fn limited(max_frame_bytes: usize) -> SessionConfig {
 
 /// Call options with a timeout in seconds.
 pub fn opts(secs: u64) -> CallOptions {
-    CallOptions {
-        timeout: Some(Duration::from_secs(secs)),
-    }
+    CallOptions::timeout(Duration::from_secs(secs))
 }
 
 /// Call options with a timeout in milliseconds.
 pub fn opts_ms(ms: u64) -> CallOptions {
-    CallOptions {
-        timeout: Some(Duration::from_millis(ms)),
-    }
+    CallOptions::timeout(Duration::from_millis(ms))
 }
 
 /// `tools/call` of `name` with `arguments`.
@@ -250,13 +246,7 @@ pub async fn tool(
     arguments: Value,
     options: CallOptions,
 ) -> Result<Response, CallError> {
-    session
-        .call(
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-            options,
-        )
-        .await
+    session.call_tool(name, arguments, options).await
 }
 
 /// Starts `tools/call` of `name` without waiting for it.
@@ -266,14 +256,7 @@ pub async fn start_tool(
     arguments: Value,
     options: CallOptions,
 ) -> PendingCall {
-    session
-        .start(
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-            options,
-        )
-        .await
-        .expect("request sent")
+    session.start_tool(name, arguments, options).await.expect("request sent")
 }
 
 /// The first text block of a tool result.

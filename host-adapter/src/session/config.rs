@@ -167,3 +167,10 @@ pub struct CallOptions {
     /// [`SessionConfig::default_timeout`]. Capped at [`SessionConfig::max_timeout`].
     pub timeout: Option<Duration>,
 }
+
+impl CallOptions {
+    /// Options with this timeout.
+    pub fn timeout(timeout: Duration) -> Self {
+        CallOptions { timeout: Some(timeout) }
+    }
+}

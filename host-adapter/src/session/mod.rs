@@ -336,6 +336,26 @@ impl Session {
         self.start(method, params, options).await?.outcome().await
     }
 
+    /// Calls the tool `name` (`tools/call`) and waits for its one outcome.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        options: CallOptions,
+    ) -> Result<Response, CallError> {
+        self.call("tools/call", tool_params(name, arguments), options).await
+    }
+
+    /// Starts a call of the tool `name` without waiting, as [`Session::start`].
+    pub async fn start_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        options: CallOptions,
+    ) -> Result<PendingCall, CallError> {
+        self.start("tools/call", tool_params(name, arguments), options).await
+    }
+
     /// Sends a request and returns without waiting for the response; await
     /// [`PendingCall::outcome`] later, or pass [`PendingCall::id`] to
     /// [`Session::cancel`]. The timeout starts now and also covers waiting for
@@ -595,4 +615,9 @@ fn response_line(id: &OwnedId, answer: Result<serde_json::Value, (i64, String)>)
     line.extend_from_slice(&body[1..]);
     line.push(b'\n');
     line
+}
+
+/// The `params` of a `tools/call` request.
+fn tool_params(name: &str, arguments: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({ "name": name, "arguments": arguments })
 }
