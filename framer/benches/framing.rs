@@ -54,7 +54,11 @@ fn read_until_count(data: &[u8], chunk: usize) -> usize {
     let mut reader = std::io::BufReader::with_capacity(chunk, data);
     let mut line = Vec::new();
     let mut frames = 0;
-    while reader.read_until(b'\n', &mut line).expect("reading a slice") > 0 {
+    while reader
+        .read_until(b'\n', &mut line)
+        .expect("reading a slice")
+        > 0
+    {
         black_box(&line);
         frames += 1;
         line.clear();
@@ -78,27 +82,39 @@ fn bench_workload(c: &mut Criterion, name: &str, data: &[u8], chunks: &[usize]) 
     group.throughput(Throughput::Bytes(data.len() as u64));
     group.sample_size(10);
     let frames = memchr::memchr_iter(b'\n', data).count();
-    let framing_only = Config::default().with_max_frame_bytes(LIMIT).with_json_validation(false);
+    let framing_only = Config::default()
+        .with_max_frame_bytes(LIMIT)
+        .with_json_validation(false);
     let strict = Config::default().with_max_frame_bytes(LIMIT);
     for &chunk in chunks {
         assert_eq!(framer_count(data, chunk, framing_only), frames);
         assert_eq!(framer_count(data, chunk, strict), frames);
-        group.bench_with_input(BenchmarkId::new("drainpipe_frame_utf8", chunk), &chunk, |b, &chunk| {
-            b.iter(|| framer_count(data, chunk, framing_only))
-        });
-        group.bench_with_input(BenchmarkId::new("drainpipe_strict_json", chunk), &chunk, |b, &chunk| {
-            b.iter(|| framer_count(data, chunk, strict))
-        });
-        group.bench_with_input(BenchmarkId::new("lines_codec", chunk), &chunk, |b, &chunk| {
-            b.iter(|| lines_codec_count(data, chunk))
-        });
-        group.bench_with_input(BenchmarkId::new("read_until", chunk), &chunk, |b, &chunk| {
-            b.iter(|| read_until_count(data, chunk))
-        });
+        group.bench_with_input(
+            BenchmarkId::new("drainpipe_frame_utf8", chunk),
+            &chunk,
+            |b, &chunk| b.iter(|| framer_count(data, chunk, framing_only)),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("drainpipe_strict_json", chunk),
+            &chunk,
+            |b, &chunk| b.iter(|| framer_count(data, chunk, strict)),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("lines_codec", chunk),
+            &chunk,
+            |b, &chunk| b.iter(|| lines_codec_count(data, chunk)),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("read_until", chunk),
+            &chunk,
+            |b, &chunk| b.iter(|| read_until_count(data, chunk)),
+        );
     }
     assert_eq!(serde_count(data), frames);
     group.bench_function("serde_json_ignored_any", |b| b.iter(|| serde_count(data)));
-    group.bench_function("memchr_newlines", |b| b.iter(|| memchr::memchr_iter(b'\n', black_box(data)).count()));
+    group.bench_function("memchr_newlines", |b| {
+        b.iter(|| memchr::memchr_iter(b'\n', black_box(data)).count())
+    });
     group.finish();
 }
 

@@ -12,7 +12,10 @@ use tokio_util::codec::{Decoder, LinesCodec};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (which, method) = (args.next().unwrap_or_default(), args.next().unwrap_or_default());
+    let (which, method) = (
+        args.next().unwrap_or_default(),
+        args.next().unwrap_or_default(),
+    );
     let data = match which.as_str() {
         "large" => workload::large(1, 2 << 20, 1),
         "small" => workload::small(20_000, 2),
@@ -23,17 +26,25 @@ fn main() {
     let mut framer_run = |config: Config| {
         let mut framer = Framer::new(config);
         for chunk in data.chunks(64 << 10) {
-            framer.push(chunk, |e| frames += usize::from(matches!(e, Event::Frame(_))));
+            framer.push(chunk, |e| {
+                frames += usize::from(matches!(e, Event::Frame(_)))
+            });
         }
     };
     match method.as_str() {
         "none" => {}
-        "frame_utf8" => framer_run(Config::default().with_max_frame_bytes(limit).with_json_validation(false)),
+        "frame_utf8" => framer_run(
+            Config::default()
+                .with_max_frame_bytes(limit)
+                .with_json_validation(false),
+        ),
         "strict_json" => framer_run(Config::default().with_max_frame_bytes(limit)),
         "serde_json" => {
             let mut start = 0;
             for end in memchr::memchr_iter(b'\n', &data) {
-                frames += usize::from(serde_json::from_slice::<serde::de::IgnoredAny>(&data[start..end]).is_ok());
+                frames += usize::from(
+                    serde_json::from_slice::<serde::de::IgnoredAny>(&data[start..end]).is_ok(),
+                );
                 start = end + 1;
             }
         }

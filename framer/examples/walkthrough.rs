@@ -16,19 +16,48 @@ fn main() {
     let id = |id: Option<Id<'_>>| id.map_or("none".to_string(), |id| id.to_string());
     let mut framer = Framer::new(Config::default().with_max_frame_bytes(128));
     let mut report = |event: Event<'_>| match event {
-        Event::Frame(f) => println!("frame        @{:<4} {} bytes, id {}", f.offset, f.bytes.len(), id(f.envelope.id)),
-        Event::Oversize { offset, envelope, .. } => {
-            println!("oversize     @{offset:<4} fail request {} now", id(envelope.id))
+        Event::Frame(f) => println!(
+            "frame        @{:<4} {} bytes, id {}",
+            f.offset,
+            f.bytes.len(),
+            id(f.envelope.id)
+        ),
+        Event::Oversize {
+            offset, envelope, ..
+        } => {
+            println!(
+                "oversize     @{offset:<4} fail request {} now",
+                id(envelope.id)
+            )
         }
-        Event::Malformed { offset, error, envelope } => {
-            println!("malformed    @{offset:<4} {error}, request {}", id(envelope.id))
+        Event::Malformed {
+            offset,
+            error,
+            envelope,
+        } => {
+            println!(
+                "malformed    @{offset:<4} {error}, request {}",
+                id(envelope.id)
+            )
         }
-        Event::Discarded { offset, len, .. } => println!("discarded    @{offset:<4} {len} bytes dropped"),
+        Event::Discarded { offset, len, .. } => {
+            println!("discarded    @{offset:<4} {len} bytes dropped")
+        }
         Event::NotProtocol { offset, line } => {
-            println!("not protocol @{offset:<4} {:?}", String::from_utf8_lossy(line))
+            println!(
+                "not protocol @{offset:<4} {:?}",
+                String::from_utf8_lossy(line)
+            )
         }
-        Event::Truncated { offset, len, envelope } => {
-            println!("truncated    @{offset:<4} {len} bytes, request {}", id(envelope.id))
+        Event::Truncated {
+            offset,
+            len,
+            envelope,
+        } => {
+            println!(
+                "truncated    @{offset:<4} {len} bytes, request {}",
+                id(envelope.id)
+            )
         }
         other => println!("{other:?}"),
     };

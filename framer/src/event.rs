@@ -185,7 +185,11 @@ impl fmt::Display for Id<'_> {
         let show = |f: &mut fmt::Formatter<'_>, raw: &[u8]| {
             raw.utf8_chunks().try_for_each(|chunk| {
                 f.write_str(chunk.valid())?;
-                if chunk.invalid().is_empty() { Ok(()) } else { f.write_str("\u{FFFD}") }
+                if chunk.invalid().is_empty() {
+                    Ok(())
+                } else {
+                    f.write_str("\u{FFFD}")
+                }
             })
         };
         match self {

@@ -166,7 +166,11 @@ impl Framer {
         match self.line {
             Line::Discarding(why) => {
                 self.count_dropped(why);
-                on_event(Event::Discarded { offset, len, at_eof: true });
+                on_event(Event::Discarded {
+                    offset,
+                    len,
+                    at_eof: true,
+                });
             }
             Line::Undecided if self.content_len == 0 && !self.cr_held => {}
             Line::Undecided => self.stats.blank_lines += 1,
@@ -174,7 +178,11 @@ impl Framer {
                 self.stats.truncated += 1;
                 // Every piece of an unfinished line is in the buffer.
                 let envelope = self.envelope_of(&self.buf);
-                on_event(Event::Truncated { offset, len, envelope });
+                on_event(Event::Truncated {
+                    offset,
+                    len,
+                    envelope,
+                });
             }
         }
         self.start_line(self.pos);
@@ -227,7 +235,11 @@ impl Framer {
             piece = body;
             self.cr_held = true;
         }
-        let in_chunk_from = if self.buf.is_empty() && self.content_len == 0 { Some(from) } else { None };
+        let in_chunk_from = if self.buf.is_empty() && self.content_len == 0 {
+            Some(from)
+        } else {
+            None
+        };
         if !self.take(piece, on_event) {
             if last {
                 self.end_discard(on_event);
@@ -256,10 +268,21 @@ impl Framer {
         // The line began with this piece: its bytes so far are all in `piece`.
         let fresh = self.buf.is_empty() && self.content_len == 0;
         let room = self.config.max_frame_bytes() - self.content_len;
-        let (allowed, over) = if piece.len() > room { (&piece[..room], true) } else { (piece, false) };
+        let (allowed, over) = if piece.len() > room {
+            (&piece[..room], true)
+        } else {
+            (piece, false)
+        };
         if self.line == Line::Undecided {
-            if let Some(first) = allowed.iter().position(|&b| !matches!(b, b' ' | b'\t' | b'\r')) {
-                self.line = if matches!(allowed[first], b'{' | b'[' | b'"') { Line::Json } else { Line::Text };
+            if let Some(first) = allowed
+                .iter()
+                .position(|&b| !matches!(b, b' ' | b'\t' | b'\r'))
+            {
+                self.line = if matches!(allowed[first], b'{' | b'[' | b'"') {
+                    Line::Json
+                } else {
+                    Line::Text
+                };
                 // Whitespace already taken was not fed to the validator:
                 // keep its error offsets relative to the line start.
                 self.validator.skip(self.content_len);
@@ -285,12 +308,20 @@ impl Framer {
         let why = match rejected {
             Some(error) => {
                 self.stats.malformed += 1;
-                on_event(Event::Malformed { offset, error, envelope });
+                on_event(Event::Malformed {
+                    offset,
+                    error,
+                    envelope,
+                });
                 Rejection::Malformed
             }
             None => {
                 self.stats.oversize += 1;
-                on_event(Event::Oversize { offset, looks_like_json: self.line == Line::Json, envelope });
+                on_event(Event::Oversize {
+                    offset,
+                    looks_like_json: self.line == Line::Json,
+                    envelope,
+                });
                 Rejection::Oversize
             }
         };
@@ -317,9 +348,16 @@ impl Framer {
         let mut confirmed = self.content_len - self.utf8.held();
         let utf8 = self.utf8.feed(piece, |valid| {
             confirmed += valid.len();
-            if validate { validator.feed(valid) } else { Ok(()) }
+            if validate {
+                validator.feed(valid)
+            } else {
+                Ok(())
+            }
         })?;
-        utf8.map_err(|()| JsonError { kind: JsonErrorKind::InvalidUtf8, at: confirmed as u64 })
+        utf8.map_err(|()| JsonError {
+            kind: JsonErrorKind::InvalidUtf8,
+            at: confirmed as u64,
+        })
     }
 
     fn discard(&mut self, why: Rejection) {
@@ -332,7 +370,11 @@ impl Framer {
         if let Line::Discarding(why) = self.line {
             self.count_dropped(why);
         }
-        on_event(Event::Discarded { offset: self.line_start, len: self.line_len, at_eof: false });
+        on_event(Event::Discarded {
+            offset: self.line_start,
+            len: self.line_len,
+            at_eof: false,
+        });
     }
 
     fn count_dropped(&mut self, why: Rejection) {
@@ -357,7 +399,10 @@ impl Framer {
         let complete = match self.line {
             Line::Json if self.utf8.held() > 0 => {
                 let at = self.content_len - self.utf8.held();
-                Err(JsonError { kind: JsonErrorKind::InvalidUtf8, at: at as u64 })
+                Err(JsonError {
+                    kind: JsonErrorKind::InvalidUtf8,
+                    at: at as u64,
+                })
             }
             Line::Json if self.config.json_validation() => self.validator.finish(),
             _ => Ok(()),
@@ -373,14 +418,21 @@ impl Framer {
         let envelope = self.envelope_of(bytes);
         if let Err(error) = complete {
             self.stats.malformed += 1;
-            on_event(Event::Malformed { offset, error, envelope });
+            on_event(Event::Malformed {
+                offset,
+                error,
+                envelope,
+            });
             self.line = Line::Discarding(Rejection::Malformed);
             self.end_discard(on_event);
             return;
         }
         if self.line == Line::Text {
             self.stats.not_protocol += 1;
-            on_event(Event::NotProtocol { offset, line: bytes });
+            on_event(Event::NotProtocol {
+                offset,
+                line: bytes,
+            });
             return;
         }
         self.stats.frames += 1;
@@ -388,6 +440,11 @@ impl Framer {
         if len > self.stats.largest_frame {
             self.stats.largest_frame = len;
         }
-        on_event(Event::Frame(Frame { bytes, offset, chunk_start: in_chunk_from, envelope }));
+        on_event(Event::Frame(Frame {
+            bytes,
+            offset,
+            chunk_start: in_chunk_from,
+            envelope,
+        }));
     }
 }

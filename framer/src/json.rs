@@ -227,14 +227,20 @@ impl Validator {
         if self.state == State::Done {
             Ok(())
         } else {
-            let e = JsonError { kind: JsonErrorKind::Incomplete, at: self.fed };
+            let e = JsonError {
+                kind: JsonErrorKind::Incomplete,
+                at: self.fed,
+            };
             self.error = Some(e);
             Err(e)
         }
     }
 
     fn fail(&mut self, kind: JsonErrorKind, i: usize) -> Result<(), JsonError> {
-        let e = JsonError { kind, at: self.fed + i as u64 };
+        let e = JsonError {
+            kind,
+            at: self.fed + i as u64,
+        };
         self.error = Some(e);
         self.capture = Capture::None;
         Err(e)
@@ -271,7 +277,11 @@ impl Validator {
                                     i += 1;
                                 }
                                 (State::After, Some(b',')) => {
-                                    state = if self.top_is_object() { State::ObjectKey } else { State::Value };
+                                    state = if self.top_is_object() {
+                                        State::ObjectKey
+                                    } else {
+                                        State::Value
+                                    };
                                     i += 1;
                                 }
                                 _ => {}
@@ -281,7 +291,11 @@ impl Validator {
                         }
                         Some(b'\\') => match bytes.get(i + 1) {
                             Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                            Some(b'u') if bytes.get(i + 2..i + 6).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) => {
+                            Some(b'u')
+                                if bytes
+                                    .get(i + 2..i + 6)
+                                    .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
+                            {
                                 i += 6
                             }
                             Some(b'u') | None => {
@@ -308,7 +322,11 @@ impl Validator {
                     if !b.is_ascii_hexdigit() {
                         break Err((InvalidEscape, i));
                     }
-                    state = if left == 1 { State::Str } else { State::StrHex(left - 1) };
+                    state = if left == 1 {
+                        State::Str
+                    } else {
+                        State::StrHex(left - 1)
+                    };
                     i += 1;
                 }
                 State::Key => {
@@ -431,7 +449,9 @@ impl Validator {
                             // A nested key: scan it right here.
                             let start = i + 1;
                             let run = plain_run(&bytes[start..]);
-                            if bytes.get(start + run) == Some(&b'"') && bytes.get(start + run + 1) == Some(&b':') {
+                            if bytes.get(start + run) == Some(&b'"')
+                                && bytes.get(start + run + 1) == Some(&b':')
+                            {
                                 i = start + run + 2;
                                 state = State::Value;
                                 continue;
@@ -513,12 +533,20 @@ impl Validator {
             self.stack[word] &= !(1 << bit);
         }
         self.depth += 1;
-        Some(if object { State::ObjectFirst } else { State::ArrayFirst })
+        Some(if object {
+            State::ObjectFirst
+        } else {
+            State::ArrayFirst
+        })
     }
 
     fn close(&mut self) -> State {
         self.depth -= 1;
-        if self.depth == 0 { State::Done } else { State::After }
+        if self.depth == 0 {
+            State::Done
+        } else {
+            State::After
+        }
     }
 
     fn start_key(&mut self) -> State {
@@ -545,7 +573,11 @@ impl Validator {
 
     /// A top-level key ended: decide what its value means for the envelope.
     fn end_top_key(&mut self) -> State {
-        let key = if self.key_too_long { &[][..] } else { &self.key[..usize::from(self.key_len)] };
+        let key = if self.key_too_long {
+            &[][..]
+        } else {
+            &self.key[..usize::from(self.key_len)]
+        };
         self.field = match key {
             b"jsonrpc" => {
                 self.jsonrpc = None;
@@ -575,7 +607,11 @@ impl Validator {
     /// The first byte `b` (at `i`) of a value: the state that reads the rest.
     #[inline]
     fn start_value(&mut self, b: u8, i: usize) -> Result<State, JsonErrorKind> {
-        let field = if self.depth == 1 { self.field } else { Field::Other };
+        let field = if self.depth == 1 {
+            self.field
+        } else {
+            Field::Other
+        };
         match b {
             b'"' => {
                 self.in_key = false;
@@ -632,7 +668,10 @@ impl Validator {
         if self.capture == Capture::None {
             return;
         }
-        let span = Span { start: self.capture_from, end: self.fed + end as u64 };
+        let span = Span {
+            start: self.capture_from,
+            end: self.fed + end as u64,
+        };
         // Longer than any real id or method: record nothing.
         if span.end - span.start <= Envelope::MAX_FIELD_BYTES as u64 {
             match self.capture {
@@ -680,7 +719,10 @@ fn plain_run(s: &[u8]) -> usize {
         }
         i += 16;
     }
-    i + s[i..].iter().position(|&b| STRING_SPECIAL[usize::from(b)]).unwrap_or(s.len() - i)
+    i + s[i..]
+        .iter()
+        .position(|&b| STRING_SPECIAL[usize::from(b)])
+        .unwrap_or(s.len() - i)
 }
 
 /// Bit `k` is set when `block[k]` is a quote, a backslash or below 0x20.
@@ -710,7 +752,10 @@ mod tests {
         use JsonErrorKind::*;
         let cases: &[(&[u8], Result<(), JsonErrorKind>)] = &[
             (br#"{}"#, Ok(())),
-            (br#" { "a" : [1, -0.5e+3, true, false, null, {"b": "\u00e9\n"}] } "#, Ok(())),
+            (
+                br#" { "a" : [1, -0.5e+3, true, false, null, {"b": "\u00e9\n"}] } "#,
+                Ok(()),
+            ),
             (br#"[]"#, Err(TopLevelNotObject)),
             (br#""x""#, Err(TopLevelNotObject)),
             (br#"{"a":01}"#, Err(InvalidNumber)),

@@ -44,32 +44,85 @@ impl From<Envelope<'_>> for OwnedEnvelope {
 /// An [`Event`] that owns its bytes, for comparing runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OwnedEvent {
-    Frame { offset: u64, bytes: Vec<u8>, envelope: OwnedEnvelope },
-    Oversize { offset: u64, looks_like_json: bool, envelope: OwnedEnvelope },
-    Malformed { offset: u64, error: JsonError, envelope: OwnedEnvelope },
-    Discarded { offset: u64, len: u64, at_eof: bool },
-    NotProtocol { offset: u64, line: Vec<u8> },
-    Truncated { offset: u64, len: u64, envelope: OwnedEnvelope },
+    Frame {
+        offset: u64,
+        bytes: Vec<u8>,
+        envelope: OwnedEnvelope,
+    },
+    Oversize {
+        offset: u64,
+        looks_like_json: bool,
+        envelope: OwnedEnvelope,
+    },
+    Malformed {
+        offset: u64,
+        error: JsonError,
+        envelope: OwnedEnvelope,
+    },
+    Discarded {
+        offset: u64,
+        len: u64,
+        at_eof: bool,
+    },
+    NotProtocol {
+        offset: u64,
+        line: Vec<u8>,
+    },
+    Truncated {
+        offset: u64,
+        len: u64,
+        envelope: OwnedEnvelope,
+    },
 }
 
 impl From<Event<'_>> for OwnedEvent {
     fn from(event: Event<'_>) -> Self {
         match event {
-            Event::Frame(f) => {
-                OwnedEvent::Frame { offset: f.offset, bytes: f.bytes.to_vec(), envelope: f.envelope.into() }
-            }
-            Event::Oversize { offset, looks_like_json, envelope } => {
-                OwnedEvent::Oversize { offset, looks_like_json, envelope: envelope.into() }
-            }
-            Event::Malformed { offset, error, envelope } => {
-                OwnedEvent::Malformed { offset, error, envelope: envelope.into() }
-            }
-            Event::Discarded { offset, len, at_eof } => OwnedEvent::Discarded { offset, len, at_eof },
-            Event::NotProtocol { offset, line } => OwnedEvent::NotProtocol { offset, line: line.to_vec() },
-            Event::Truncated { offset, len, envelope } => {
-                OwnedEvent::Truncated { offset, len, envelope: envelope.into() }
-            }
+            Event::Frame(f) => OwnedEvent::Frame {
+                offset: f.offset,
+                bytes: f.bytes.to_vec(),
+                envelope: f.envelope.into(),
+            },
+            Event::Oversize {
+                offset,
+                looks_like_json,
+                envelope,
+            } => OwnedEvent::Oversize {
+                offset,
+                looks_like_json,
+                envelope: envelope.into(),
+            },
+            Event::Malformed {
+                offset,
+                error,
+                envelope,
+            } => OwnedEvent::Malformed {
+                offset,
+                error,
+                envelope: envelope.into(),
+            },
+            Event::Discarded {
+                offset,
+                len,
+                at_eof,
+            } => OwnedEvent::Discarded {
+                offset,
+                len,
+                at_eof,
+            },
+            Event::NotProtocol { offset, line } => OwnedEvent::NotProtocol {
+                offset,
+                line: line.to_vec(),
+            },
+            Event::Truncated {
+                offset,
+                len,
+                envelope,
+            } => OwnedEvent::Truncated {
+                offset,
+                len,
+                envelope: envelope.into(),
+            },
         }
     }
 }
-

@@ -22,19 +22,34 @@ fn limit(n: usize) -> Config {
 
 fn frame(offset: u64, bytes: &[u8]) -> OwnedEvent {
     let envelope = drainpipe_framer::testing::serde_envelope(bytes);
-    OwnedEvent::Frame { offset, bytes: bytes.to_vec(), envelope }
+    OwnedEvent::Frame {
+        offset,
+        bytes: bytes.to_vec(),
+        envelope,
+    }
 }
 
 fn number_id(n: &str) -> OwnedEnvelope {
-    OwnedEnvelope { id: Some(OwnedId::Number(n.as_bytes().to_vec())), ..Default::default() }
+    OwnedEnvelope {
+        id: Some(OwnedId::Number(n.as_bytes().to_vec())),
+        ..Default::default()
+    }
 }
 
 fn malformed(offset: u64, kind: JsonErrorKind, at: u64, envelope: OwnedEnvelope) -> OwnedEvent {
-    OwnedEvent::Malformed { offset, error: JsonError { kind, at }, envelope }
+    OwnedEvent::Malformed {
+        offset,
+        error: JsonError { kind, at },
+        envelope,
+    }
 }
 
 fn discarded(offset: u64, len: u64) -> OwnedEvent {
-    OwnedEvent::Discarded { offset, len, at_eof: false }
+    OwnedEvent::Discarded {
+        offset,
+        len,
+        at_eof: false,
+    }
 }
 
 #[test]
@@ -44,7 +59,11 @@ fn frames_split_anywhere_are_identical() {
     let whole = run(Config::default(), &[stream]);
     assert_eq!(whole.len(), 2);
     for cut in 0..=stream.len() {
-        assert_eq!(run(Config::default(), &[&stream[..cut], &stream[cut..]]), whole, "cut at {cut}");
+        assert_eq!(
+            run(Config::default(), &[&stream[..cut], &stream[cut..]]),
+            whole,
+            "cut at {cut}"
+        );
     }
     let bytes: Vec<&[u8]> = stream.chunks(1).collect();
     assert_eq!(run(Config::default(), &bytes), whole, "one byte at a time");
@@ -71,97 +90,239 @@ fn frames_inside_a_chunk_are_not_copied() {
 fn table() {
     use JsonErrorKind::*;
     let cases: Vec<(&str, Config, Vec<&[u8]>, Vec<OwnedEvent>)> = vec![
-        ("crlf stripped, split between \\r and \\n", Config::default(), vec![b"{\"id\":1}\r", b"\n"], vec![
-            frame(0, b"{\"id\":1}"),
-        ]),
-        ("blank lines skipped", Config::default(), vec![b"\n \r\n\t\n{}\n"], vec![frame(6, b"{}")]),
-        ("stray log line", Config::default(), vec![b"Server started on port 3000\r\n{}\n"], vec![
-            OwnedEvent::NotProtocol { offset: 0, line: b"Server started on port 3000".to_vec() },
-            frame(29, b"{}"),
-        ]),
-        ("unterminated string", Config::default(), vec![b"{\"id\":4,\"result\":\"abc\n{}\n"], vec![
-            malformed(0, Incomplete, 21, OwnedEnvelope { has_result: true, ..number_id("4") }),
-            discarded(0, 21),
-            frame(22, b"{}"),
-        ]),
-        ("control character in a string", Config::default(), vec![b"{\"a\":\"x\ty\"}\n"], vec![
-            malformed(0, ControlInString, 7, OwnedEnvelope::default()),
-            discarded(0, 11),
-        ]),
-        ("trailing garbage", Config::default(), vec![b"{} {}\n"], vec![
-            malformed(0, TrailingCharacters, 3, OwnedEnvelope::default()),
-            discarded(0, 5),
-        ]),
-        ("batch arrays are not messages", Config::default(), vec![b"[{\"id\":1}]\n"], vec![
-            malformed(0, TopLevelNotObject, 0, OwnedEnvelope::default()),
-            discarded(0, 10),
-        ]),
-        ("invalid utf-8", Config::default(), vec![b"{\"a\":\"\xff\"}\n"], vec![
-            malformed(0, InvalidUtf8, 6, OwnedEnvelope::default()),
-            discarded(0, 9),
-        ]),
-        ("utf-8 split inside a code point", Config::default(), vec![b"{\"a\":\"\xf0\x9f", b"\x98\x80\"}\n"], vec![
-            frame(0, "{\"a\":\"\u{1F600}\"}".as_bytes()),
-        ]),
-        ("oversize then a valid line", limit(16), vec![b"{\"id\":5,\"result\":\"xxxxxxxx\"}\n{\"id\":6}\n"], vec![
-            OwnedEvent::Oversize {
+        (
+            "crlf stripped, split between \\r and \\n",
+            Config::default(),
+            vec![b"{\"id\":1}\r", b"\n"],
+            vec![frame(0, b"{\"id\":1}")],
+        ),
+        (
+            "blank lines skipped",
+            Config::default(),
+            vec![b"\n \r\n\t\n{}\n"],
+            vec![frame(6, b"{}")],
+        ),
+        (
+            "stray log line",
+            Config::default(),
+            vec![b"Server started on port 3000\r\n{}\n"],
+            vec![
+                OwnedEvent::NotProtocol {
+                    offset: 0,
+                    line: b"Server started on port 3000".to_vec(),
+                },
+                frame(29, b"{}"),
+            ],
+        ),
+        (
+            "unterminated string",
+            Config::default(),
+            vec![b"{\"id\":4,\"result\":\"abc\n{}\n"],
+            vec![
+                malformed(
+                    0,
+                    Incomplete,
+                    21,
+                    OwnedEnvelope {
+                        has_result: true,
+                        ..number_id("4")
+                    },
+                ),
+                discarded(0, 21),
+                frame(22, b"{}"),
+            ],
+        ),
+        (
+            "control character in a string",
+            Config::default(),
+            vec![b"{\"a\":\"x\ty\"}\n"],
+            vec![
+                malformed(0, ControlInString, 7, OwnedEnvelope::default()),
+                discarded(0, 11),
+            ],
+        ),
+        (
+            "trailing garbage",
+            Config::default(),
+            vec![b"{} {}\n"],
+            vec![
+                malformed(0, TrailingCharacters, 3, OwnedEnvelope::default()),
+                discarded(0, 5),
+            ],
+        ),
+        (
+            "batch arrays are not messages",
+            Config::default(),
+            vec![b"[{\"id\":1}]\n"],
+            vec![
+                malformed(0, TopLevelNotObject, 0, OwnedEnvelope::default()),
+                discarded(0, 10),
+            ],
+        ),
+        (
+            "invalid utf-8",
+            Config::default(),
+            vec![b"{\"a\":\"\xff\"}\n"],
+            vec![
+                malformed(0, InvalidUtf8, 6, OwnedEnvelope::default()),
+                discarded(0, 9),
+            ],
+        ),
+        (
+            "utf-8 split inside a code point",
+            Config::default(),
+            vec![b"{\"a\":\"\xf0\x9f", b"\x98\x80\"}\n"],
+            vec![frame(0, "{\"a\":\"\u{1F600}\"}".as_bytes())],
+        ),
+        (
+            "oversize then a valid line",
+            limit(16),
+            vec![b"{\"id\":5,\"result\":\"xxxxxxxx\"}\n{\"id\":6}\n"],
+            vec![
+                OwnedEvent::Oversize {
+                    offset: 0,
+                    looks_like_json: true,
+                    // `"result"` ends exactly at the limit: seen, so recorded.
+                    envelope: OwnedEnvelope {
+                        has_result: true,
+                        ..number_id("5")
+                    },
+                },
+                discarded(0, 28),
+                frame(29, b"{\"id\":6}"),
+            ],
+        ),
+        (
+            "two oversize lines in a row",
+            limit(8),
+            vec![b"0123456789\n{\"id\":7,\"x\":1}\n{}\n"],
+            vec![
+                OwnedEvent::Oversize {
+                    offset: 0,
+                    looks_like_json: false,
+                    envelope: OwnedEnvelope::default(),
+                },
+                discarded(0, 10),
+                OwnedEvent::Oversize {
+                    offset: 11,
+                    looks_like_json: true,
+                    envelope: number_id("7"),
+                },
+                discarded(11, 14),
+                frame(26, b"{}"),
+            ],
+        ),
+        (
+            "exactly at the limit",
+            limit(8),
+            vec![b"{\"a\":12}\n"],
+            vec![frame(0, b"{\"a\":12}")],
+        ),
+        (
+            "exactly at the limit with crlf",
+            limit(8),
+            vec![b"{\"a\":12}\r", b"\n"],
+            vec![frame(0, b"{\"a\":12}")],
+        ),
+        (
+            "one over the limit",
+            limit(8),
+            vec![b"{\"a\":123}\n"],
+            vec![
+                OwnedEvent::Oversize {
+                    offset: 0,
+                    looks_like_json: true,
+                    envelope: OwnedEnvelope::default(),
+                },
+                discarded(0, 9),
+            ],
+        ),
+        (
+            "a \\r inside the line counts",
+            limit(8),
+            vec![b"{\"a\":12}\r", b" \n"],
+            vec![
+                OwnedEvent::Oversize {
+                    offset: 0,
+                    looks_like_json: true,
+                    envelope: OwnedEnvelope::default(),
+                },
+                discarded(0, 10),
+            ],
+        ),
+        (
+            "limit counts bytes, not characters",
+            limit(12),
+            vec!["{\"a\":\"ééé\"}\n{\"a\":\"éé\"}\n".as_bytes()],
+            vec![
+                OwnedEvent::Oversize {
+                    offset: 0,
+                    looks_like_json: true,
+                    envelope: OwnedEnvelope::default(),
+                },
+                discarded(0, 14),
+                frame(15, "{\"a\":\"éé\"}".as_bytes()),
+            ],
+        ),
+        (
+            "an error before the limit wins",
+            limit(8),
+            vec![b"{\"a\":tx, \"padding\"}\n"],
+            vec![
+                malformed(0, InvalidLiteral, 6, OwnedEnvelope::default()),
+                discarded(0, 19),
+            ],
+        ),
+        (
+            "truncated at eof",
+            Config::default(),
+            vec![b"{\"id\":9,\"resu"],
+            vec![OwnedEvent::Truncated {
                 offset: 0,
-                looks_like_json: true,
-                // `"result"` ends exactly at the limit: seen, so recorded.
-                envelope: OwnedEnvelope { has_result: true, ..number_id("5") },
-            },
-            discarded(0, 28),
-            frame(29, b"{\"id\":6}"),
-        ]),
-        ("two oversize lines in a row", limit(8), vec![b"0123456789\n{\"id\":7,\"x\":1}\n{}\n"], vec![
-            OwnedEvent::Oversize { offset: 0, looks_like_json: false, envelope: OwnedEnvelope::default() },
-            discarded(0, 10),
-            OwnedEvent::Oversize { offset: 11, looks_like_json: true, envelope: number_id("7") },
-            discarded(11, 14),
-            frame(26, b"{}"),
-        ]),
-        ("exactly at the limit", limit(8), vec![b"{\"a\":12}\n"], vec![frame(0, b"{\"a\":12}")]),
-        ("exactly at the limit with crlf", limit(8), vec![b"{\"a\":12}\r", b"\n"], vec![frame(0, b"{\"a\":12}")]),
-        ("one over the limit", limit(8), vec![b"{\"a\":123}\n"], vec![
-            OwnedEvent::Oversize { offset: 0, looks_like_json: true, envelope: OwnedEnvelope::default() },
-            discarded(0, 9),
-        ]),
-        ("a \\r inside the line counts", limit(8), vec![b"{\"a\":12}\r", b" \n"], vec![
-            OwnedEvent::Oversize { offset: 0, looks_like_json: true, envelope: OwnedEnvelope::default() },
-            discarded(0, 10),
-        ]),
-        ("limit counts bytes, not characters", limit(12), vec!["{\"a\":\"ééé\"}\n{\"a\":\"éé\"}\n".as_bytes()], vec![
-            OwnedEvent::Oversize { offset: 0, looks_like_json: true, envelope: OwnedEnvelope::default() },
-            discarded(0, 14),
-            frame(15, "{\"a\":\"éé\"}".as_bytes()),
-        ]),
-        ("an error before the limit wins", limit(8), vec![b"{\"a\":tx, \"padding\"}\n"], vec![
-            malformed(0, InvalidLiteral, 6, OwnedEnvelope::default()),
-            discarded(0, 19),
-        ]),
-        ("truncated at eof", Config::default(), vec![b"{\"id\":9,\"resu"], vec![OwnedEvent::Truncated {
-            offset: 0,
-            len: 13,
-            envelope: number_id("9"),
-        }]),
-        ("oversize at eof", limit(4), vec![b"{\"id\":1"], vec![
-            OwnedEvent::Oversize { offset: 0, looks_like_json: true, envelope: OwnedEnvelope::default() },
-            OwnedEvent::Discarded { offset: 0, len: 7, at_eof: true },
-        ]),
-        ("whitespace at eof is not a message", Config::default(), vec![b"{}\n  "], vec![frame(0, b"{}")]),
+                len: 13,
+                envelope: number_id("9"),
+            }],
+        ),
+        (
+            "oversize at eof",
+            limit(4),
+            vec![b"{\"id\":1"],
+            vec![
+                OwnedEvent::Oversize {
+                    offset: 0,
+                    looks_like_json: true,
+                    envelope: OwnedEnvelope::default(),
+                },
+                OwnedEvent::Discarded {
+                    offset: 0,
+                    len: 7,
+                    at_eof: true,
+                },
+            ],
+        ),
+        (
+            "whitespace at eof is not a message",
+            Config::default(),
+            vec![b"{}\n  "],
+            vec![frame(0, b"{}")],
+        ),
     ];
     let mut failures = Vec::new();
     for (name, config, chunks, expected) in cases {
         let got = run(config, &chunks);
         if got != expected {
-            failures.push(format!("{name}:\n  got      {got:?}\n  expected {expected:?}"));
+            failures.push(format!(
+                "{name}:\n  got      {got:?}\n  expected {expected:?}"
+            ));
         }
         // The same stream pushed one byte at a time gives the same events.
         let stream: Vec<u8> = chunks.concat();
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();
         let got = run(config, &bytes);
         if got != expected {
-            failures.push(format!("{name}, one byte at a time:\n  got      {got:?}\n  expected {expected:?}"));
+            failures.push(format!(
+                "{name}, one byte at a time:\n  got      {got:?}\n  expected {expected:?}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -199,7 +360,13 @@ fn memory_stays_under_the_limit_on_a_huge_line() {
     let mut after = Vec::new();
     framer.push(b"\n{}\n", |e| after.push(OwnedEvent::from(e)));
     assert_eq!(rejected, 1);
-    assert_eq!(after, [discarded(0, 64 * 64 * 1024), frame(64 * 64 * 1024 + 1, b"{}")]);
+    assert_eq!(
+        after,
+        [
+            discarded(0, 64 * 64 * 1024),
+            frame(64 * 64 * 1024 + 1, b"{}")
+        ]
+    );
     assert!(framer.stats().buffered_high_water <= 1024);
 }
 
@@ -209,7 +376,9 @@ fn json_validation_off_frames_and_checks_utf8_only() {
     let events = run(config, &[b"{not json}\n[1]\n{\"a\":\"\xff\"}\n"]);
     assert!(matches!(&events[0], OwnedEvent::Frame { bytes, .. } if bytes == b"{not json}"));
     assert!(matches!(&events[1], OwnedEvent::Frame { bytes, .. } if bytes == b"[1]"));
-    assert!(matches!(&events[2], OwnedEvent::Malformed { error, .. } if error.kind == JsonErrorKind::InvalidUtf8));
+    assert!(
+        matches!(&events[2], OwnedEvent::Malformed { error, .. } if error.kind == JsonErrorKind::InvalidUtf8)
+    );
 }
 
 #[test]
@@ -226,11 +395,21 @@ fn reset_forgets_the_stream() {
 #[test]
 fn adversarial_streams_agree_with_the_reference() {
     for stream in drainpipe_framer::testing::workload::adversarial() {
-        for config in [limit(64), Config::default(), limit(64).with_json_validation(false), limit(0)] {
+        for config in [
+            limit(64),
+            Config::default(),
+            limit(64).with_json_validation(false),
+            limit(0),
+        ] {
             let expected = reference_outcomes(&config, &stream, true);
             for lengths in [&[][..], &[1], &[2, 3], &[7], &[64]] {
                 let (events, _) = run_split(config, &stream, lengths, true);
-                assert_eq!(outcomes(&events), expected, "{:?} split {lengths:?}", String::from_utf8_lossy(&stream));
+                assert_eq!(
+                    outcomes(&events),
+                    expected,
+                    "{:?} split {lengths:?}",
+                    String::from_utf8_lossy(&stream)
+                );
             }
         }
     }

@@ -23,7 +23,9 @@ const FRAME_BYTES: usize = 16 << 10;
 /// notifications of `FRAME_BYTES` each (the last one may be cut short).
 fn frames_child(bytes: u64) -> Command {
     let padding = "x".repeat(FRAME_BYTES - 80);
-    let line = format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{padding}"}}}}"#);
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"data":"{padding}"}}}}"#
+    );
     let mut command = Command::new("sh");
     command.args(["-c", &format!("yes '{line}' | head -c {bytes}")]);
     command
@@ -32,7 +34,10 @@ fn frames_child(bytes: u64) -> Command {
 /// A shell command that writes `bytes` bytes with no newline at all.
 fn single_line_child(bytes: u64) -> Command {
     let mut command = Command::new("sh");
-    command.args(["-c", &format!("printf '{{\"id\":1,\"result\":\"'; head -c {bytes} /dev/zero | tr '\\0' x")]);
+    command.args([
+        "-c",
+        &format!("printf '{{\"id\":1,\"result\":\"'; head -c {bytes} /dev/zero | tr '\\0' x"),
+    ]);
     command
 }
 
@@ -42,7 +47,8 @@ fn config(backend: &str, max_frame_bytes: usize) -> SessionConfig {
     config.default_timeout = Duration::from_secs(600);
     if backend == "component" {
         config.backend = BackendChoice::Custom(std::sync::Arc::new(|framer: Config| {
-            ComponentFramer::new(framer).map(|b| Box::new(b) as Box<dyn drainpipe_host::backend::FramerBackend>)
+            ComponentFramer::new(framer)
+                .map(|b| Box::new(b) as Box<dyn drainpipe_host::backend::FramerBackend>)
         }));
     }
     config
@@ -50,7 +56,10 @@ fn config(backend: &str, max_frame_bytes: usize) -> SessionConfig {
 
 async fn plain_drain(bytes: u64) -> (u64, Duration) {
     let started = Instant::now();
-    let mut child = frames_child(bytes).stdout(std::process::Stdio::piped()).spawn().expect("sh");
+    let mut child = frames_child(bytes)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh");
     let mut stdout = child.stdout.take().expect("piped");
     let mut buf = vec![0u8; 64 << 10];
     let mut total = 0u64;
@@ -81,7 +90,8 @@ async fn guarded(bytes: u64, backend: &str) -> (u64, u64, Duration) {
 async fn flood(gib: u64, backend: &str) {
     let bytes = gib << 30;
     let started = Instant::now();
-    let session = Session::spawn(single_line_child(bytes), config(backend, 1 << 20)).expect("spawn");
+    let session =
+        Session::spawn(single_line_child(bytes), config(backend, 1 << 20)).expect("spawn");
     while session.next_incoming().await.is_some() {}
     let metrics = session.metrics();
     session.shutdown().await;
@@ -102,7 +112,10 @@ async fn main() {
             let bytes = gib << 30;
             let rate = |b: u64, d: Duration| b as f64 / d.as_secs_f64() / 1e9;
             let (plain, plain_time) = plain_drain(bytes).await;
-            println!("plain pipe drain:        {:>6.2} GB/s ({plain} bytes)", rate(plain, plain_time));
+            println!(
+                "plain pipe drain:        {:>6.2} GB/s ({plain} bytes)",
+                rate(plain, plain_time)
+            );
             for backend in ["native", "component"] {
                 let (read, frames, time) = guarded(bytes, backend).await;
                 println!(

@@ -256,7 +256,10 @@ pub async fn start_tool(
     arguments: Value,
     options: CallOptions,
 ) -> PendingCall {
-    session.start_tool(name, arguments, options).await.expect("request sent")
+    session
+        .start_tool(name, arguments, options)
+        .await
+        .expect("request sent")
 }
 
 /// The first text block of a tool result.

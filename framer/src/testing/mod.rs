@@ -21,12 +21,25 @@ pub use naive::{reference_outcomes, serde_envelope};
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub enum Outcome {
-    Frame { offset: u64, bytes: Vec<u8>, envelope: OwnedEnvelope },
-    NotProtocol { offset: u64, line: Vec<u8> },
+    Frame {
+        offset: u64,
+        bytes: Vec<u8>,
+        envelope: OwnedEnvelope,
+    },
+    NotProtocol {
+        offset: u64,
+        line: Vec<u8>,
+    },
     /// Oversize or malformed, ended by its newline.
-    Rejected { offset: u64, len: u64 },
+    Rejected {
+        offset: u64,
+        len: u64,
+    },
     /// Cut off by the end of the stream (truncated, or rejected and then cut).
-    LostAtEof { offset: u64, len: u64 },
+    LostAtEof {
+        offset: u64,
+        len: u64,
+    },
 }
 
 /// Reduces framer events to [`Outcome`]s.
@@ -34,19 +47,36 @@ pub fn outcomes(events: &[OwnedEvent]) -> Vec<Outcome> {
     events
         .iter()
         .filter_map(|e| match e {
-            OwnedEvent::Frame { offset, bytes, envelope } => {
-                Some(Outcome::Frame { offset: *offset, bytes: bytes.clone(), envelope: envelope.clone() })
+            OwnedEvent::Frame {
+                offset,
+                bytes,
+                envelope,
+            } => Some(Outcome::Frame {
+                offset: *offset,
+                bytes: bytes.clone(),
+                envelope: envelope.clone(),
+            }),
+            OwnedEvent::NotProtocol { offset, line } => Some(Outcome::NotProtocol {
+                offset: *offset,
+                line: line.clone(),
+            }),
+            OwnedEvent::Discarded {
+                offset,
+                len,
+                at_eof: false,
+            } => Some(Outcome::Rejected {
+                offset: *offset,
+                len: *len,
+            }),
+            OwnedEvent::Discarded {
+                offset,
+                len,
+                at_eof: true,
             }
-            OwnedEvent::NotProtocol { offset, line } => {
-                Some(Outcome::NotProtocol { offset: *offset, line: line.clone() })
-            }
-            OwnedEvent::Discarded { offset, len, at_eof: false } => {
-                Some(Outcome::Rejected { offset: *offset, len: *len })
-            }
-            OwnedEvent::Discarded { offset, len, at_eof: true }
-            | OwnedEvent::Truncated { offset, len, .. } => {
-                Some(Outcome::LostAtEof { offset: *offset, len: *len })
-            }
+            | OwnedEvent::Truncated { offset, len, .. } => Some(Outcome::LostAtEof {
+                offset: *offset,
+                len: *len,
+            }),
             OwnedEvent::Oversize { .. } | OwnedEvent::Malformed { .. } => None,
         })
         .collect()
@@ -59,13 +89,22 @@ pub const BUFFER_SLACK_BYTES: usize = 0;
 /// Runs `stream` through a fresh framer, pushed in the given chunk lengths
 /// (cycled; a zero length pushes an empty chunk), then finishes it if `eof`.
 /// Panics if the memory bound is ever broken.
-pub fn run_split(config: Config, stream: &[u8], lengths: &[usize], eof: bool) -> (Vec<OwnedEvent>, Stats) {
+pub fn run_split(
+    config: Config,
+    stream: &[u8],
+    lengths: &[usize],
+    eof: bool,
+) -> (Vec<OwnedEvent>, Stats) {
     let mut framer = Framer::new(config);
     let mut events = Vec::new();
     let mut rest = stream;
     let mut step = 0;
     while !rest.is_empty() {
-        let len = if lengths.is_empty() { rest.len() } else { lengths[step % lengths.len()] };
+        let len = if lengths.is_empty() {
+            rest.len()
+        } else {
+            lengths[step % lengths.len()]
+        };
         step += 1;
         let (chunk, tail) = rest.split_at(len.min(rest.len()));
         framer.push(chunk, |e| events.push(OwnedEvent::from(e)));
@@ -87,7 +126,11 @@ pub fn run_split(config: Config, stream: &[u8], lengths: &[usize], eof: bool) ->
 /// Panics if `framer` holds more than its limit allows.
 pub fn assert_memory_bound(framer: &Framer) {
     let limit = framer.config().max_frame_bytes() + BUFFER_SLACK_BYTES;
-    assert!(framer.buffered() <= limit, "framer holds {} bytes, limit {limit}", framer.buffered());
+    assert!(
+        framer.buffered() <= limit,
+        "framer holds {} bytes, limit {limit}",
+        framer.buffered()
+    );
     assert!(framer.stats().buffered_high_water <= limit as u64);
 }
 

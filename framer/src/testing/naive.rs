@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
-use super::{OwnedEnvelope, OwnedId, Outcome};
+use super::{Outcome, OwnedEnvelope, OwnedId};
 use crate::{Config, Envelope};
 
 /// The outcomes the reference framer predicts for `stream`, ended by EOF if
@@ -34,8 +34,14 @@ pub fn reference_outcomes(config: &Config, stream: &[u8], eof: bool) -> Vec<Outc
 fn line_outcome(config: &Config, line: &[u8], offset: u64, at_eof: bool, out: &mut Vec<Outcome>) {
     let len = line.len() as u64;
     let content = line.strip_suffix(b"\r").unwrap_or(line);
-    let first = content.iter().find(|&&b| !matches!(b, b' ' | b'\t' | b'\r'));
-    let lost = if at_eof { Outcome::LostAtEof { offset, len } } else { Outcome::Rejected { offset, len } };
+    let first = content
+        .iter()
+        .find(|&&b| !matches!(b, b' ' | b'\t' | b'\r'));
+    let lost = if at_eof {
+        Outcome::LostAtEof { offset, len }
+    } else {
+        Outcome::Rejected { offset, len }
+    };
     if content.len() > config.max_frame_bytes() {
         out.push(lost);
         return;
@@ -46,7 +52,10 @@ fn line_outcome(config: &Config, line: &[u8], offset: u64, at_eof: bool, out: &m
         return;
     }
     if !matches!(first, b'{' | b'[' | b'"') {
-        out.push(Outcome::NotProtocol { offset, line: content.to_vec() });
+        out.push(Outcome::NotProtocol {
+            offset,
+            line: content.to_vec(),
+        });
         return;
     }
     if core::str::from_utf8(content).is_err() {
@@ -54,21 +63,35 @@ fn line_outcome(config: &Config, line: &[u8], offset: u64, at_eof: bool, out: &m
         return;
     }
     if !config.json_validation() {
-        out.push(Outcome::Frame { offset, bytes: content.to_vec(), envelope: OwnedEnvelope::default() });
+        out.push(Outcome::Frame {
+            offset,
+            bytes: content.to_vec(),
+            envelope: OwnedEnvelope::default(),
+        });
         return;
     }
-    if first != b'{' || nesting_depth(content) > config.max_depth() as usize || !serde_accepts(content) {
+    if first != b'{'
+        || nesting_depth(content) > config.max_depth() as usize
+        || !serde_accepts(content)
+    {
         out.push(lost);
         return;
     }
-    out.push(Outcome::Frame { offset, bytes: content.to_vec(), envelope: serde_envelope(content) });
+    out.push(Outcome::Frame {
+        offset,
+        bytes: content.to_vec(),
+        envelope: serde_envelope(content),
+    });
 }
 
 /// Whether `serde_json` accepts the bytes as one JSON value.
 fn serde_accepts(bytes: &[u8]) -> bool {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     de.disable_recursion_limit();
-    serde::de::Deserialize::deserialize(&mut de).map(|_: IgnoredAny| ()).and_then(|_| de.end()).is_ok()
+    serde::de::Deserialize::deserialize(&mut de)
+        .map(|_: IgnoredAny| ())
+        .and_then(|_| de.end())
+        .is_ok()
 }
 
 /// The deepest nesting of objects and arrays, counted outside strings.

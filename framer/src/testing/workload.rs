@@ -17,9 +17,31 @@ use super::Rng;
 /// Words the text generator draws from: ASCII, Latin accents, CJK, emoji, and
 /// the characters JSON must escape.
 const WORDS: &[&str] = &[
-    "the", "result", "of", "search", "src/auth.ts", "token", "environment", "line", "match",
-    "\"quoted\"", "C:\\path\\to\\file", "tab\there", "newline\n", "função", "ação", "résumé",
-    "naïve", "日本語", "テキスト", "数据", "😀", "🚀", "Ω≈ç√", "Straße", "{\"nested\": [1, 2]}",
+    "the",
+    "result",
+    "of",
+    "search",
+    "src/auth.ts",
+    "token",
+    "environment",
+    "line",
+    "match",
+    "\"quoted\"",
+    "C:\\path\\to\\file",
+    "tab\there",
+    "newline\n",
+    "função",
+    "ação",
+    "résumé",
+    "naïve",
+    "日本語",
+    "テキスト",
+    "数据",
+    "😀",
+    "🚀",
+    "Ω≈ç√",
+    "Straße",
+    "{\"nested\": [1, 2]}",
 ];
 
 /// A text of about `bytes` bytes (as UTF-8, before JSON escaping).
@@ -78,7 +100,9 @@ pub fn small(count: usize, seed: u64) -> Vec<u8> {
                 "result": { "content": [{ "type": "text", "text": filler }], "isError": false }
             }),
         };
-        out.extend_from_slice(&serde_json::to_vec(&message).expect("serialising a Value cannot fail"));
+        out.extend_from_slice(
+            &serde_json::to_vec(&message).expect("serialising a Value cannot fail"),
+        );
         out.push(b'\n');
     }
     out
@@ -110,7 +134,10 @@ pub fn adversarial() -> Vec<Vec<u8>> {
     .collect();
     // Around the limits used by the tests (64 bytes): at, one over, repeated.
     for n in [40usize, 41, 42, 43, 100, 1000] {
-        let line = format!("{{\"id\":9,\"result\":\"{}\"}}\n{{\"id\":10,\"result\":0}}\n", big(n));
+        let line = format!(
+            "{{\"id\":9,\"result\":\"{}\"}}\n{{\"id\":10,\"result\":0}}\n",
+            big(n)
+        );
         streams.push(line.into_bytes());
     }
     streams.push(format!("{0}\n{0}\n{{\"id\":3}}\n", big(200)).into_bytes());

@@ -231,7 +231,10 @@ pub async fn run(
             sink.line("asked to stop: SIGTERM to the server");
             control.signal_group(Signal::SIGTERM);
             close_server_stdin.cancel();
-            let timeouts = ShutdownTimeouts { after_close: config.shutdown.after_term, ..config.shutdown };
+            let timeouts = ShutdownTimeouts {
+                after_close: config.shutdown.after_term,
+                ..config.shutdown
+            };
             control.stop(timeouts).await.status
         }
         None => None,

@@ -171,6 +171,8 @@ pub struct CallOptions {
 impl CallOptions {
     /// Options with this timeout.
     pub fn timeout(timeout: Duration) -> Self {
-        CallOptions { timeout: Some(timeout) }
+        CallOptions {
+            timeout: Some(timeout),
+        }
     }
 }

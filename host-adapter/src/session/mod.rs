@@ -343,7 +343,8 @@ impl Session {
         arguments: serde_json::Value,
         options: CallOptions,
     ) -> Result<Response, CallError> {
-        self.call("tools/call", tool_params(name, arguments), options).await
+        self.call("tools/call", tool_params(name, arguments), options)
+            .await
     }
 
     /// Starts a call of the tool `name` without waiting, as [`Session::start`].
@@ -353,7 +354,8 @@ impl Session {
         arguments: serde_json::Value,
         options: CallOptions,
     ) -> Result<PendingCall, CallError> {
-        self.start("tools/call", tool_params(name, arguments), options).await
+        self.start("tools/call", tool_params(name, arguments), options)
+            .await
     }
 
     /// Sends a request and returns without waiting for the response; await
