@@ -273,20 +273,19 @@ impl Framer {
         } else {
             (piece, false)
         };
-        if self.line == Line::Undecided {
-            if let Some(first) = allowed
+        if self.line == Line::Undecided
+            && let Some(first) = allowed
                 .iter()
                 .position(|&b| !matches!(b, b' ' | b'\t' | b'\r'))
-            {
-                self.line = if matches!(allowed[first], b'{' | b'[' | b'"') {
-                    Line::Json
-                } else {
-                    Line::Text
-                };
-                // Whitespace already taken was not fed to the validator:
-                // keep its error offsets relative to the line start.
-                self.validator.skip(self.content_len);
-            }
+        {
+            self.line = if matches!(allowed[first], b'{' | b'[' | b'"') {
+                Line::Json
+            } else {
+                Line::Text
+            };
+            // Whitespace already taken was not fed to the validator:
+            // keep its error offsets relative to the line start.
+            self.validator.skip(self.content_len);
         }
         let rejected = match self.line {
             Line::Json => self.check(allowed).err(),

@@ -113,7 +113,7 @@ struct Span {
 }
 
 impl Span {
-    fn of<'a>(self, line: &'a [u8]) -> Option<&'a [u8]> {
+    fn of(self, line: &[u8]) -> Option<&[u8]> {
         line.get(usize::try_from(self.start).ok()?..usize::try_from(self.end).ok()?)
     }
 }
@@ -411,10 +411,8 @@ impl Validator {
                         };
                         i += 1;
                     }
-                    if let State::Num(_) = state {
-                        if i < n {
-                            break Err((InvalidNumber, i));
-                        }
+                    if matches!(state, State::Num(_)) && i < n {
+                        break Err((InvalidNumber, i));
                     }
                 }
                 State::Literal(which, matched) => {

@@ -86,10 +86,13 @@ fn frames_inside_a_chunk_are_not_copied() {
     assert_eq!(starts, [Some(0), None, Some(3)]);
 }
 
+/// A table row: name, configuration, chunks pushed, events expected.
+type Case = (&'static str, Config, Vec<&'static [u8]>, Vec<OwnedEvent>);
+
 #[test]
 fn table() {
     use JsonErrorKind::*;
-    let cases: Vec<(&str, Config, Vec<&[u8]>, Vec<OwnedEvent>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "crlf stripped, split between \\r and \\n",
             Config::default(),
