@@ -417,3 +417,19 @@ fn adversarial_streams_agree_with_the_reference() {
         }
     }
 }
+
+#[test]
+fn keys_serde_cannot_make_a_string_of_do_not_hide_the_envelope() {
+    // A lone surrogate escape is valid JSON grammar; `id` still routes.
+    let line = br#"{"\ud800":1,"id":5,"result":0}"#;
+    let events = run(Config::default(), &[line, b"\n"]);
+    let expected_envelope = OwnedEnvelope {
+        has_result: true,
+        ..number_id("5")
+    };
+    assert_eq!(
+        drainpipe_framer::testing::serde_envelope(line),
+        expected_envelope
+    );
+    assert_eq!(events, [frame(0, line)]);
+}
