@@ -433,3 +433,12 @@ fn keys_serde_cannot_make_a_string_of_do_not_hide_the_envelope() {
     );
     assert_eq!(events, [frame(0, line)]);
 }
+
+#[test]
+fn escaped_top_level_keys_are_decoded_by_both_sides() {
+    let line = br#"{"\u0069d":5,"m\u0065thod":"x"}"#;
+    let envelope = drainpipe_framer::testing::serde_envelope(line);
+    assert_eq!(envelope.id, Some(OwnedId::Number(b"5".to_vec())));
+    assert_eq!(envelope.method, Some(b"x".to_vec()));
+    assert_eq!(run(Config::default(), &[line, b"\n"]), [frame(0, line)]);
+}
