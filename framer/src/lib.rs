@@ -76,6 +76,7 @@ mod event;
 mod framer;
 mod json;
 pub mod owned;
+pub mod packed;
 mod stats;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -88,7 +88,8 @@ pub const BUFFER_SLACK_BYTES: usize = 0;
 
 /// Runs `stream` through a fresh framer, pushed in the given chunk lengths
 /// (cycled; a zero length pushes an empty chunk), then finishes it if `eof`.
-/// Panics if the memory bound is ever broken.
+/// Panics if the memory bound is ever broken, or if any push's events do not
+/// survive the [packed form](crate::packed) unchanged.
 pub fn run_split(
     config: Config,
     stream: &[u8],
@@ -97,6 +98,7 @@ pub fn run_split(
 ) -> (Vec<OwnedEvent>, Stats) {
     let mut framer = Framer::new(config);
     let mut events = Vec::new();
+    let mut packing = PackedCheck::default();
     let mut rest = stream;
     let mut step = 0;
     while !rest.is_empty() {
@@ -107,20 +109,63 @@ pub fn run_split(
         };
         step += 1;
         let (chunk, tail) = rest.split_at(len.min(rest.len()));
-        framer.push(chunk, |e| events.push(OwnedEvent::from(e)));
+        framer.push(chunk, |e| packing.add(chunk, e));
+        packing.check(chunk, &mut events);
         assert_memory_bound(&framer);
         rest = tail;
         if step > stream.len() * 2 + 16 {
             // Only zero lengths: push the rest whole.
-            framer.push(rest, |e| events.push(OwnedEvent::from(e)));
+            framer.push(rest, |e| packing.add(rest, e));
+            packing.check(rest, &mut events);
             rest = &[];
         }
     }
     if eof {
-        framer.finish(|e| events.push(OwnedEvent::from(e)));
+        framer.finish(|e| packing.add(&[], e));
+        packing.check(&[], &mut events);
     }
     assert_memory_bound(&framer);
     (events, *framer.stats())
+}
+
+/// One push's events, kept both as owned events and packed, to check that
+/// [`packed::decode`](crate::packed::decode) gives back exactly what the
+/// framer said, borrowing the chunk where the framer did.
+#[derive(Default)]
+struct PackedCheck {
+    batch: crate::packed::PackedBatch,
+    expected: Vec<(OwnedEvent, Option<usize>)>,
+}
+
+impl PackedCheck {
+    fn add(&mut self, chunk: &[u8], event: crate::Event<'_>) {
+        let chunk_start = match event {
+            crate::Event::Frame(frame) => frame.chunk_start,
+            _ => None,
+        };
+        self.batch
+            .push_event(chunk, event)
+            .expect("every event packs");
+        self.expected.push((OwnedEvent::from(event), chunk_start));
+    }
+
+    /// Compares the decoded batch with the events, then moves them to `out`.
+    fn check(&mut self, chunk: &[u8], out: &mut Vec<OwnedEvent>) {
+        let decoded: Vec<(OwnedEvent, Option<usize>)> =
+            crate::packed::decode(&self.batch.words, chunk, &self.batch.carried)
+                .map(|event| {
+                    let event = event.expect("a batch the encoder wrote decodes");
+                    let chunk_start = match event {
+                        crate::Event::Frame(frame) => frame.chunk_start,
+                        _ => None,
+                    };
+                    (OwnedEvent::from(event), chunk_start)
+                })
+                .collect();
+        assert_eq!(decoded, self.expected, "events changed in the packed form");
+        out.extend(self.expected.drain(..).map(|(event, _)| event));
+        self.batch.clear();
+    }
 }
 
 /// Panics if `framer` holds more than its limit allows.

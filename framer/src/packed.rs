@@ -1,0 +1,480 @@
+//! Events packed into fixed-size records of `u32` words, for crossing a
+//! boundary where every field costs: the WebAssembly component's
+//! `push-packed` (see `wit/framer.wit`) returns exactly this form.
+//!
+//! A boundary such as the component model copies a list of integers as one
+//! block, but converts a list of variants and options field by field; on
+//! small messages that conversion cost more than finding the messages. So
+//! each event becomes [`EVENT_WORDS`] words, and every byte range an event
+//! refers to is a `(start, len)` pair in one *byte space*: the chunk that was
+//! pushed, followed by a `carried` buffer that holds whatever did not lie
+//! inside the chunk (messages assembled across pushes, envelope fields of
+//! those). Bytes inside the chunk are never copied.
+//!
+//! [`PackedBatch::push_event`] encodes, [`decode`] turns the words back into
+//! the same borrowed [`Event`]s the [`Framer`](crate::Framer) gave, checking
+//! every word: a batch from an untrusted producer (a guest that has a bug)
+//! gives a [`PackedError`], never a panic or an out-of-range slice.
+//!
+//! # Layout of one event
+//!
+//! | word | contents |
+//! |---|---|
+//! | 0 | tag: bits 0–3 kind (1 frame, 2 oversize, 3 malformed, 4 discarded, 5 not-protocol, 6 truncated); bits 4–7 JSON error kind (malformed only, 1–10 in the order of `json-error-kind` in the WIT); bits 8–9 id (0 none, 1 number, 2 string, 3 null); bit 10 `jsonrpc` present; bit 11 `method` present; bit 12 has-result; bit 13 has-error; bit 14 looks-like-json (oversize); bit 15 at-eof (discarded). Other bits are zero. |
+//! | 1, 2 | stream offset of the line, low and high 32 bits |
+//! | 3, 4 | frame and not-protocol: the bytes, as start and len; discarded and truncated: the line length, low and high; malformed: the error's offset in the line, low and high |
+//! | 5, 6 | `jsonrpc` start and len |
+//! | 7, 8 | id start and len (the number token, or the string's raw contents) |
+//! | 9, 10 | `method` start and len |
+//!
+//! Unused words are zero.
+//!
+//! ```
+//! use drainpipe_framer::packed::{PackedBatch, decode};
+//! use drainpipe_framer::{Config, Event, Framer};
+//!
+//! let mut framer = Framer::new(Config::default());
+//! let mut batch = PackedBatch::default();
+//! for chunk in [&b"{\"id\":1,\"res"[..], b"ult\":2}\nhello\n"] {
+//!     batch.clear();
+//!     framer.push(chunk, |event| batch.push_event(chunk, event).unwrap());
+//!     for event in decode(&batch.words, chunk, &batch.carried) {
+//!         match event.unwrap() {
+//!             // Assembled across the two pushes: its bytes are carried.
+//!             Event::Frame(frame) => assert_eq!(frame.bytes, b"{\"id\":1,\"result\":2}"),
+//!             // Inside the second chunk: a span of it, not a copy.
+//!             Event::NotProtocol { line, .. } => assert_eq!(line, b"hello"),
+//!             other => panic!("{other:?}"),
+//!         }
+//!     }
+//! }
+//! ```
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::{Envelope, Event, Frame, Id, JsonError, JsonErrorKind};
+
+/// Words per event.
+pub const EVENT_WORDS: usize = 11;
+
+const KIND_FRAME: u32 = 1;
+const KIND_OVERSIZE: u32 = 2;
+const KIND_MALFORMED: u32 = 3;
+const KIND_DISCARDED: u32 = 4;
+const KIND_NOT_PROTOCOL: u32 = 5;
+const KIND_TRUNCATED: u32 = 6;
+
+const ERROR_SHIFT: u32 = 4;
+const ID_SHIFT: u32 = 8;
+const ID_NONE: u32 = 0;
+const ID_NUMBER: u32 = 1;
+const ID_STRING: u32 = 2;
+const ID_NULL: u32 = 3;
+const HAS_JSONRPC: u32 = 1 << 10;
+const HAS_METHOD: u32 = 1 << 11;
+const HAS_RESULT: u32 = 1 << 12;
+const HAS_ERROR: u32 = 1 << 13;
+const LOOKS_LIKE_JSON: u32 = 1 << 14;
+const AT_EOF: u32 = 1 << 15;
+/// Every bit a valid tag may set.
+const TAG_BITS: u32 = 0xffff;
+
+/// The JSON error kinds in the order of their codes (code = index + 1).
+const ERROR_KINDS: [JsonErrorKind; 10] = [
+    JsonErrorKind::InvalidUtf8,
+    JsonErrorKind::ControlInString,
+    JsonErrorKind::InvalidEscape,
+    JsonErrorKind::UnexpectedByte,
+    JsonErrorKind::InvalidNumber,
+    JsonErrorKind::InvalidLiteral,
+    JsonErrorKind::TrailingCharacters,
+    JsonErrorKind::TopLevelNotObject,
+    JsonErrorKind::DepthLimit,
+    JsonErrorKind::Incomplete,
+];
+
+/// What went wrong packing or unpacking events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PackedError {
+    /// The words are not a whole number of events.
+    Length {
+        /// Number of words received.
+        words: usize,
+    },
+    /// The event at `index` has a tag with an unknown kind, error kind or bit.
+    Tag {
+        /// Index of the event in the batch.
+        index: usize,
+        /// The tag word.
+        tag: u32,
+    },
+    /// The event at `index` refers to bytes outside the chunk and the
+    /// carried bytes, or across the boundary between them.
+    Span {
+        /// Index of the event in the batch.
+        index: usize,
+    },
+    /// The chunk and the carried bytes together passed 4 GiB, which spans of
+    /// `u32` cannot address (a wasm32 guest never gets there).
+    TooLarge,
+}
+
+impl fmt::Display for PackedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PackedError::Length { words } => write!(
+                f,
+                "{words} words are not a whole number of {EVENT_WORDS}-word events"
+            ),
+            PackedError::Tag { index, tag } => {
+                write!(f, "event {index} has an invalid tag {tag:#x}")
+            }
+            PackedError::Span { index } => {
+                write!(f, "event {index} refers to bytes out of range")
+            }
+            PackedError::TooLarge => f.write_str("chunk and carried bytes passed 4 GiB"),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for PackedError {}
+
+/// The events of one push (or finish), packed: what `push-packed` returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackedBatch {
+    /// [`EVENT_WORDS`] words per event, in stream order.
+    pub words: Vec<u32>,
+    /// Bytes that spans past the end of the chunk point into.
+    pub carried: Vec<u8>,
+}
+
+impl PackedBatch {
+    /// Empties the batch, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.words.clear();
+        self.carried.clear();
+    }
+
+    /// Number of events in the batch.
+    pub fn len(&self) -> usize {
+        self.words.len() / EVENT_WORDS
+    }
+
+    /// No events.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Appends `event`, produced by the push of `chunk` (pass `&[]` for the
+    /// events of `finish`). Bytes inside `chunk` are referenced; any other
+    /// bytes are copied to `carried` once.
+    pub fn push_event(&mut self, chunk: &[u8], event: Event<'_>) -> Result<(), PackedError> {
+        let mut record = [0u32; EVENT_WORDS];
+        let (kind, offset) = match event {
+            Event::Frame(Frame {
+                bytes,
+                offset,
+                envelope,
+                ..
+            }) => {
+                self.span(chunk, bytes, &mut record[3..5])?;
+                record[0] |= self.envelope(chunk, &envelope, &mut record)?;
+                (KIND_FRAME, offset)
+            }
+            Event::Oversize {
+                offset,
+                looks_like_json,
+                envelope,
+            } => {
+                record[0] |= self.envelope(chunk, &envelope, &mut record)?;
+                if looks_like_json {
+                    record[0] |= LOOKS_LIKE_JSON;
+                }
+                (KIND_OVERSIZE, offset)
+            }
+            Event::Malformed {
+                offset,
+                error,
+                envelope,
+            } => {
+                record[0] |= error_code(error.kind) << ERROR_SHIFT;
+                split(error.at, &mut record[3..5]);
+                record[0] |= self.envelope(chunk, &envelope, &mut record)?;
+                (KIND_MALFORMED, offset)
+            }
+            Event::Discarded {
+                offset,
+                len,
+                at_eof,
+            } => {
+                split(len, &mut record[3..5]);
+                if at_eof {
+                    record[0] |= AT_EOF;
+                }
+                (KIND_DISCARDED, offset)
+            }
+            Event::NotProtocol { offset, line } => {
+                self.span(chunk, line, &mut record[3..5])?;
+                (KIND_NOT_PROTOCOL, offset)
+            }
+            Event::Truncated {
+                offset,
+                len,
+                envelope,
+            } => {
+                split(len, &mut record[3..5]);
+                record[0] |= self.envelope(chunk, &envelope, &mut record)?;
+                (KIND_TRUNCATED, offset)
+            }
+        };
+        record[0] |= kind;
+        split(offset, &mut record[1..3]);
+        self.words.extend_from_slice(&record);
+        Ok(())
+    }
+
+    /// Writes the envelope's spans into words 5–10 and returns its tag bits.
+    fn envelope(
+        &mut self,
+        chunk: &[u8],
+        envelope: &Envelope<'_>,
+        record: &mut [u32; EVENT_WORDS],
+    ) -> Result<u32, PackedError> {
+        let mut tag = 0;
+        if let Some(jsonrpc) = envelope.jsonrpc {
+            tag |= HAS_JSONRPC;
+            self.span(chunk, jsonrpc, &mut record[5..7])?;
+        }
+        let id = match envelope.id {
+            None => ID_NONE,
+            Some(Id::Null) => ID_NULL,
+            Some(Id::Number(bytes)) => {
+                self.span(chunk, bytes, &mut record[7..9])?;
+                ID_NUMBER
+            }
+            Some(Id::String(bytes)) => {
+                self.span(chunk, bytes, &mut record[7..9])?;
+                ID_STRING
+            }
+        };
+        tag |= id << ID_SHIFT;
+        if let Some(method) = envelope.method {
+            tag |= HAS_METHOD;
+            self.span(chunk, method, &mut record[9..11])?;
+        }
+        if envelope.has_result {
+            tag |= HAS_RESULT;
+        }
+        if envelope.has_error {
+            tag |= HAS_ERROR;
+        }
+        Ok(tag)
+    }
+
+    /// Writes where `bytes` are in the byte space: a span of `chunk` when
+    /// they lie inside it (told by address, so the framer need not say),
+    /// else a span of `carried` after copying them there.
+    fn span(&mut self, chunk: &[u8], bytes: &[u8], out: &mut [u32]) -> Result<(), PackedError> {
+        let chunk_at = chunk.as_ptr() as usize;
+        let at = bytes.as_ptr() as usize;
+        let start = if !bytes.is_empty()
+            && at >= chunk_at
+            && at + bytes.len() <= chunk_at + chunk.len()
+        {
+            at - chunk_at
+        } else {
+            let start = chunk.len() + self.carried.len();
+            self.carried.extend_from_slice(bytes);
+            start
+        };
+        let end = start.checked_add(bytes.len()).ok_or(PackedError::TooLarge)?;
+        if u32::try_from(end).is_err() {
+            return Err(PackedError::TooLarge);
+        }
+        out[0] = start as u32;
+        out[1] = bytes.len() as u32;
+        Ok(())
+    }
+}
+
+/// The code of `kind`: its position in [`ERROR_KINDS`], plus one.
+fn error_code(kind: JsonErrorKind) -> u32 {
+    match kind {
+        JsonErrorKind::InvalidUtf8 => 1,
+        JsonErrorKind::ControlInString => 2,
+        JsonErrorKind::InvalidEscape => 3,
+        JsonErrorKind::UnexpectedByte => 4,
+        JsonErrorKind::InvalidNumber => 5,
+        JsonErrorKind::InvalidLiteral => 6,
+        JsonErrorKind::TrailingCharacters => 7,
+        JsonErrorKind::TopLevelNotObject => 8,
+        JsonErrorKind::DepthLimit => 9,
+        JsonErrorKind::Incomplete => 10,
+    }
+}
+
+fn split(value: u64, out: &mut [u32]) {
+    out[0] = value as u32;
+    out[1] = (value >> 32) as u32;
+}
+
+fn join(words: &[u32]) -> u64 {
+    u64::from(words[0]) | (u64::from(words[1]) << 32)
+}
+
+/// The events packed in `words`, borrowing `chunk` (the chunk that was
+/// pushed; `&[]` for a finish) and `carried`. Yields one item per event; a
+/// malformed batch yields one error (at its first bad event, or first of all
+/// if the words are not whole events) and then ends.
+pub fn decode<'a>(words: &'a [u32], chunk: &'a [u8], carried: &'a [u8]) -> Decode<'a> {
+    Decode {
+        records: words.chunks_exact(EVENT_WORDS),
+        length_error: !words.len().is_multiple_of(EVENT_WORDS),
+        words: words.len(),
+        chunk,
+        carried,
+        index: 0,
+        failed: false,
+    }
+}
+
+/// The iterator [`decode`] returns.
+#[derive(Clone, Debug)]
+pub struct Decode<'a> {
+    records: core::slice::ChunksExact<'a, u32>,
+    length_error: bool,
+    words: usize,
+    chunk: &'a [u8],
+    carried: &'a [u8],
+    index: usize,
+    failed: bool,
+}
+
+impl<'a> Decode<'a> {
+    fn bytes(&self, span: &[u32]) -> Result<&'a [u8], PackedError> {
+        let (start, len) = (span[0] as usize, span[1] as usize);
+        let bad = PackedError::Span { index: self.index };
+        let end = start.checked_add(len).ok_or(bad)?;
+        if end <= self.chunk.len() {
+            Ok(&self.chunk[start..end])
+        } else if start >= self.chunk.len() {
+            let from = start - self.chunk.len();
+            self.carried.get(from..from + len).ok_or(bad)
+        } else {
+            Err(bad)
+        }
+    }
+
+    fn envelope(&self, tag: u32, record: &[u32]) -> Result<Envelope<'a>, PackedError> {
+        let optional = |bit: u32, span: &[u32]| -> Result<Option<&'a [u8]>, PackedError> {
+            if tag & bit != 0 {
+                self.bytes(span).map(Some)
+            } else {
+                Ok(None)
+            }
+        };
+        let mut envelope = Envelope::default();
+        envelope.jsonrpc = optional(HAS_JSONRPC, &record[5..7])?;
+        envelope.id = match (tag >> ID_SHIFT) & 3 {
+            ID_NONE => None,
+            ID_NUMBER => Some(Id::Number(self.bytes(&record[7..9])?)),
+            ID_STRING => Some(Id::String(self.bytes(&record[7..9])?)),
+            _ => Some(Id::Null),
+        };
+        envelope.method = optional(HAS_METHOD, &record[9..11])?;
+        envelope.has_result = tag & HAS_RESULT != 0;
+        envelope.has_error = tag & HAS_ERROR != 0;
+        Ok(envelope)
+    }
+
+    fn event(&self, record: &[u32]) -> Result<Event<'a>, PackedError> {
+        let tag = record[0];
+        let bad_tag = PackedError::Tag {
+            index: self.index,
+            tag,
+        };
+        let error_code = (tag >> ERROR_SHIFT) & 0xf;
+        let kind = tag & 0xf;
+        if tag & !TAG_BITS != 0 || (error_code != 0) != (kind == KIND_MALFORMED) {
+            return Err(bad_tag);
+        }
+        let offset = join(&record[1..3]);
+        Ok(match kind {
+            KIND_FRAME => {
+                let bytes = self.bytes(&record[3..5])?;
+                let in_chunk =
+                    !bytes.is_empty() && record[3] as usize + bytes.len() <= self.chunk.len();
+                Event::Frame(Frame {
+                    bytes,
+                    offset,
+                    chunk_start: in_chunk.then_some(record[3] as usize),
+                    envelope: self.envelope(tag, record)?,
+                })
+            }
+            KIND_OVERSIZE => Event::Oversize {
+                offset,
+                looks_like_json: tag & LOOKS_LIKE_JSON != 0,
+                envelope: self.envelope(tag, record)?,
+            },
+            KIND_MALFORMED => Event::Malformed {
+                offset,
+                error: JsonError {
+                    kind: *ERROR_KINDS
+                        .get(error_code as usize - 1)
+                        .ok_or(bad_tag)?,
+                    at: join(&record[3..5]),
+                },
+                envelope: self.envelope(tag, record)?,
+            },
+            KIND_DISCARDED => Event::Discarded {
+                offset,
+                len: join(&record[3..5]),
+                at_eof: tag & AT_EOF != 0,
+            },
+            KIND_NOT_PROTOCOL => Event::NotProtocol {
+                offset,
+                line: self.bytes(&record[3..5])?,
+            },
+            KIND_TRUNCATED => Event::Truncated {
+                offset,
+                len: join(&record[3..5]),
+                envelope: self.envelope(tag, record)?,
+            },
+            _ => return Err(bad_tag),
+        })
+    }
+}
+
+impl<'a> Iterator for Decode<'a> {
+    type Item = Result<Event<'a>, PackedError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        if self.length_error {
+            self.failed = true;
+            return Some(Err(PackedError::Length { words: self.words }));
+        }
+        let record = self.records.next()?;
+        let event = self.event(record);
+        self.index += 1;
+        self.failed = event.is_err();
+        Some(event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_follow_the_table() {
+        for (index, kind) in ERROR_KINDS.into_iter().enumerate() {
+            assert_eq!(error_code(kind) as usize, index + 1, "{kind:?}");
+        }
+    }
+}
