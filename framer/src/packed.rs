@@ -280,17 +280,17 @@ impl PackedBatch {
     fn span(&mut self, chunk: &[u8], bytes: &[u8], out: &mut [u32]) -> Result<(), PackedError> {
         let chunk_at = chunk.as_ptr() as usize;
         let at = bytes.as_ptr() as usize;
-        let start = if !bytes.is_empty()
-            && at >= chunk_at
-            && at + bytes.len() <= chunk_at + chunk.len()
-        {
-            at - chunk_at
-        } else {
-            let start = chunk.len() + self.carried.len();
-            self.carried.extend_from_slice(bytes);
-            start
-        };
-        let end = start.checked_add(bytes.len()).ok_or(PackedError::TooLarge)?;
+        let start =
+            if !bytes.is_empty() && at >= chunk_at && at + bytes.len() <= chunk_at + chunk.len() {
+                at - chunk_at
+            } else {
+                let start = chunk.len() + self.carried.len();
+                self.carried.extend_from_slice(bytes);
+                start
+            };
+        let end = start
+            .checked_add(bytes.len())
+            .ok_or(PackedError::TooLarge)?;
         if u32::try_from(end).is_err() {
             return Err(PackedError::TooLarge);
         }
@@ -376,18 +376,18 @@ impl<'a> Decode<'a> {
                 Ok(None)
             }
         };
-        let mut envelope = Envelope::default();
-        envelope.jsonrpc = optional(HAS_JSONRPC, &record[5..7])?;
-        envelope.id = match (tag >> ID_SHIFT) & 3 {
-            ID_NONE => None,
-            ID_NUMBER => Some(Id::Number(self.bytes(&record[7..9])?)),
-            ID_STRING => Some(Id::String(self.bytes(&record[7..9])?)),
-            _ => Some(Id::Null),
-        };
-        envelope.method = optional(HAS_METHOD, &record[9..11])?;
-        envelope.has_result = tag & HAS_RESULT != 0;
-        envelope.has_error = tag & HAS_ERROR != 0;
-        Ok(envelope)
+        Ok(Envelope {
+            jsonrpc: optional(HAS_JSONRPC, &record[5..7])?,
+            id: match (tag >> ID_SHIFT) & 3 {
+                ID_NONE => None,
+                ID_NUMBER => Some(Id::Number(self.bytes(&record[7..9])?)),
+                ID_STRING => Some(Id::String(self.bytes(&record[7..9])?)),
+                _ => Some(Id::Null),
+            },
+            method: optional(HAS_METHOD, &record[9..11])?,
+            has_result: tag & HAS_RESULT != 0,
+            has_error: tag & HAS_ERROR != 0,
+        })
     }
 
     fn event(&self, record: &[u32]) -> Result<Event<'a>, PackedError> {
@@ -422,9 +422,7 @@ impl<'a> Decode<'a> {
             KIND_MALFORMED => Event::Malformed {
                 offset,
                 error: JsonError {
-                    kind: *ERROR_KINDS
-                        .get(error_code as usize - 1)
-                        .ok_or(bad_tag)?,
+                    kind: *ERROR_KINDS.get(error_code as usize - 1).ok_or(bad_tag)?,
                     at: join(&record[3..5]),
                 },
                 envelope: self.envelope(tag, record)?,

@@ -31,7 +31,10 @@ fn messages_inside_the_chunk_are_referenced_not_copied() {
             panic!("the small workload is all frames")
         };
         let start = frame.chunk_start.expect("in the chunk");
-        assert!(std::ptr::eq(frame.bytes, &stream[start..start + frame.bytes.len()]));
+        assert!(std::ptr::eq(
+            frame.bytes,
+            &stream[start..start + frame.bytes.len()]
+        ));
     }
 }
 
@@ -84,7 +87,10 @@ fn broken_batches_are_errors() {
     // A frame with an error kind, and an unknown high bit.
     for tag in [batch.words[0] | 3 << 4, batch.words[0] | 1 << 20] {
         words[0] = tag;
-        assert_eq!(first(&words, &[]), Some(Err(PackedError::Tag { index: 0, tag })));
+        assert_eq!(
+            first(&words, &[]),
+            Some(Err(PackedError::Tag { index: 0, tag }))
+        );
     }
     // Bytes past the end, and bytes across the chunk's end into carried.
     words = batch.words.clone();

@@ -1,6 +1,9 @@
 //! The framer component against the native framer, same data, same run:
-//! throughput on the *large* and *small* workloads (64 KiB chunks), and what
-//! it costs to get a session: cold compile, cached load, instantiation.
+//! throughput on the *large* and *small* workloads (64 KiB chunks), with
+//! strict validation and framing only, through each way out of the guest
+//! (packed events decoded to borrowed events, typed batches, owned events);
+//! and what it costs to get a session: cold compile, cached load,
+//! instantiation.
 //!
 //! `cargo bench -p drainpipe-host --bench component`
 
@@ -25,6 +28,10 @@ fn workloads() -> Vec<(&'static str, Vec<u8>)> {
         ("small", workload::small(1_000_000, 2)),
     ]
 }
+
+/// The two modes a host runs the framer in: strict JSON validation with the
+/// envelope peek (the default), and framing only (byte limit + UTF-8).
+const MODES: [(&str, bool); 2] = [("strict", true), ("framing", false)];
 
 fn config() -> Config {
     Config::default().with_max_frame_bytes(16 << 20)
@@ -58,7 +65,22 @@ fn through_backend(
     n
 }
 
-fn component_batches(framer: &mut ComponentFramer, data: &[u8]) -> usize {
+fn component_callback(framer: &mut ComponentFramer, data: &[u8]) -> u64 {
+    let mut frames = 0u64;
+    for chunk in data.chunks(CHUNK) {
+        framer
+            .push_events(chunk, |event| {
+                if let Event::Frame(f) = event {
+                    frames += f.bytes.len() as u64;
+                }
+            })
+            .unwrap();
+    }
+    framer.finish_events(|_| {}).unwrap();
+    frames
+}
+
+fn component_typed(framer: &mut ComponentFramer, data: &[u8]) -> usize {
     let mut n = 0;
     for chunk in data.chunks(CHUNK) {
         n += framer.push_batch(chunk).unwrap().events.len();
@@ -70,28 +92,34 @@ fn throughput(c: &mut Criterion) {
     let sandbox = Sandbox::shared().unwrap();
     let limits = GuestLimits::for_config(&config(), CHUNK);
     for (name, data) in workloads() {
-        let mut group = c.benchmark_group(format!("throughput/{name}"));
-        group.throughput(Throughput::Bytes(data.len() as u64));
-        group.sample_size(10);
-        group.measurement_time(Duration::from_secs(8));
-        let mut native = Framer::new(config());
-        group.bench_function("native, borrowed events", |b| {
-            b.iter(|| native_callback(&mut native, black_box(&data)))
-        });
-        let mut guest = sandbox.framer(config(), limits).unwrap();
-        group.bench_function("component, span batches", |b| {
-            b.iter(|| component_batches(&mut guest, black_box(&data)))
-        });
-        let mut events = Vec::new();
-        let mut native = NativeFramer::new(config());
-        group.bench_function("native, owned events", |b| {
-            b.iter(|| through_backend(&mut native, black_box(&data), &mut events))
-        });
-        let mut guest = sandbox.framer(config(), limits).unwrap();
-        group.bench_function("component, owned events", |b| {
-            b.iter(|| through_backend(&mut guest, black_box(&data), &mut events))
-        });
-        group.finish();
+        for (mode, validate) in MODES {
+            let config = config().with_json_validation(validate);
+            let mut group = c.benchmark_group(format!("throughput/{name}/{mode}"));
+            group.throughput(Throughput::Bytes(data.len() as u64));
+            group.sample_size(10);
+            group.measurement_time(Duration::from_secs(6));
+            let mut native = Framer::new(config);
+            group.bench_function("native, borrowed events", |b| {
+                b.iter(|| native_callback(&mut native, black_box(&data)))
+            });
+            let mut guest = sandbox.framer(config, limits).unwrap();
+            group.bench_function("component, borrowed events (packed)", |b| {
+                b.iter(|| component_callback(&mut guest, black_box(&data)))
+            });
+            group.bench_function("component, typed batches", |b| {
+                b.iter(|| component_typed(&mut guest, black_box(&data)))
+            });
+            let mut events = Vec::new();
+            let mut native = NativeFramer::new(config);
+            group.bench_function("native, owned events", |b| {
+                b.iter(|| through_backend(&mut native, black_box(&data), &mut events))
+            });
+            let mut guest = sandbox.framer(config, limits).unwrap();
+            group.bench_function("component, owned events", |b| {
+                b.iter(|| through_backend(&mut guest, black_box(&data), &mut events))
+            });
+            group.finish();
+        }
     }
 }
 
@@ -112,6 +140,7 @@ fn loading(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("drainpipe-bench-cache-{}", std::process::id()));
     let options = SandboxOptions {
         cache_dir: Some(dir.clone()),
+        ..SandboxOptions::default()
     };
     drop(Sandbox::new(&options).unwrap());
     group.bench_function("Sandbox::new, cached code", |b| {
@@ -122,7 +151,7 @@ fn loading(c: &mut Criterion) {
         })
     });
     group.bench_function("Sandbox::new, no cache", |b| {
-        b.iter(|| Sandbox::new(&SandboxOptions { cache_dir: None }).unwrap())
+        b.iter(|| Sandbox::new(&SandboxOptions::default()).unwrap())
     });
     let _ = std::fs::remove_dir_all(&dir);
 

@@ -24,7 +24,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
-use drainpipe_framer::{Config, JsonError, JsonErrorKind, Stats};
+use drainpipe_framer::packed;
+use drainpipe_framer::{Config, Event, JsonError, JsonErrorKind, Stats};
 use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap};
 
@@ -42,7 +43,7 @@ mod bindings {
 pub mod wit {
     pub use super::bindings::exports::drainpipe::framer::framing::{
         Batch, BytesRef, Discarded, Envelope, Event, Frame, Id, JsonError, JsonErrorKind, Limits,
-        Malformed, NotProtocol, Oversize, Span, Stats, Truncated,
+        Malformed, NotProtocol, Oversize, PackedBatch, Span, Stats, Truncated,
     };
 }
 
@@ -76,13 +77,30 @@ const GUEST_EVENT_BYTES_PER_CHUNK_BYTE: usize = 384;
 pub const DEFAULT_MAX_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Process-wide settings of the sandbox.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SandboxOptions {
     /// Where compiled code is cached between processes, keyed by wasmtime's
     /// version, the engine's settings and a hash of the component, so a
     /// changed component or engine never loads stale code. `None` compiles
     /// at every start (~15 ms).
     pub cache_dir: Option<PathBuf>,
+    /// Enforce [`GuestLimits::call_deadline`] (the default). Protects the
+    /// host's **reader** from a guest that loops: without it such a call
+    /// never returns and the session's reader stops, the failure drainpipe
+    /// exists to prevent. The price is a check at every loop head and call
+    /// in the guest (wasmtime's epoch interruption), measured in
+    /// `BENCHMARKS.md`. Turn it off only for a component you built and
+    /// fuzzed yourself, when that price matters.
+    pub call_deadlines: bool,
+}
+
+impl Default for SandboxOptions {
+    fn default() -> Self {
+        SandboxOptions {
+            cache_dir: None,
+            call_deadlines: true,
+        }
+    }
 }
 
 impl SandboxOptions {
@@ -102,7 +120,10 @@ impl SandboxOptions {
                 .or_else(|| var("HOME").map(|home| home.join(".cache")))
                 .map(|dir| dir.join("drainpipe")),
         };
-        SandboxOptions { cache_dir }
+        SandboxOptions {
+            cache_dir,
+            ..SandboxOptions::default()
+        }
     }
 }
 
@@ -118,7 +139,8 @@ pub struct GuestLimits {
     /// How long one call into the guest may take. Protects the host's
     /// **reader** from a guest that loops: the call traps instead. Counted
     /// in 5 ms epoch ticks from the start of the call, so it also covers
-    /// the host's copying of the chunk in and the events out.
+    /// the host's copying of the chunk in and the events out. Not enforced
+    /// in a sandbox built with [`SandboxOptions::call_deadlines`] off.
     pub call_deadline: Duration,
 }
 
@@ -264,6 +286,7 @@ impl Sandbox {
 
 fn engine(options: &SandboxOptions) -> Result<(Engine, Option<wasmtime::Cache>), BackendError> {
     let mut config = Sandbox::engine_config();
+    config.epoch_interruption(options.call_deadlines);
     let mut cache = None;
     if let Some(dir) = &options.cache_dir {
         let mut cache_config = wasmtime::CacheConfig::new();
@@ -383,9 +406,74 @@ impl ComponentFramer {
         )
     }
 
-    /// Pushes `chunk` and returns the guest's batch as the WIT defines it:
-    /// events whose bytes are spans of `chunk` or of `batch.carried`. The
-    /// fastest way through the component; [`resolve`] reads a span.
+    /// Pushes `chunk` and calls `on_event` with each event, exactly as
+    /// [`Framer::push`](drainpipe_framer::Framer::push) does natively:
+    /// frames inside `chunk` borrow it, others borrow the batch's carried
+    /// bytes. The fast path: the guest packs its events (`push-packed`) and
+    /// this decodes them, checking every span. A batch that does not decode
+    /// is a guest bug and ends the session like a trap (events before the
+    /// bad one have been delivered).
+    pub fn push_events<F: FnMut(Event<'_>)>(
+        &mut self,
+        chunk: &[u8],
+        on_event: F,
+    ) -> Result<(), BackendError> {
+        let batch = self.push_packed(chunk)?;
+        self.deliver(&batch, chunk, on_event)
+    }
+
+    /// Ends the stream, like [`Framer::finish`](drainpipe_framer::Framer::finish).
+    pub fn finish_events<F: FnMut(Event<'_>)>(&mut self, on_event: F) -> Result<(), BackendError> {
+        let batch = self.finish_packed()?;
+        self.deliver(&batch, &[], on_event)
+    }
+
+    /// The guest's packed batch for `chunk`, undecoded (see
+    /// [`packed::decode`]).
+    pub fn push_packed(&mut self, chunk: &[u8]) -> Result<wit::PackedBatch, BackendError> {
+        self.call(|bindings, store, framer| {
+            bindings
+                .drainpipe_framer_framing()
+                .framer()
+                .call_push_packed(store, framer, chunk)
+        })
+    }
+
+    /// The guest's packed batch for the end of the stream.
+    pub fn finish_packed(&mut self) -> Result<wit::PackedBatch, BackendError> {
+        self.call(|bindings, store, framer| {
+            bindings
+                .drainpipe_framer_framing()
+                .framer()
+                .call_finish_packed(store, framer)
+        })
+    }
+
+    fn deliver<F: FnMut(Event<'_>)>(
+        &mut self,
+        batch: &wit::PackedBatch,
+        chunk: &[u8],
+        mut on_event: F,
+    ) -> Result<(), BackendError> {
+        for event in packed::decode(&batch.words, chunk, &batch.carried) {
+            match event {
+                Ok(event) => on_event(event),
+                Err(e) => {
+                    let message =
+                        format!("framer component returned a broken batch: {e}; session ended");
+                    self.failure = Some(message.clone());
+                    return Err(BackendError::Guest(message));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Pushes `chunk` and returns the guest's batch in the WIT's readable
+    /// form: typed events whose bytes are spans of `chunk` or of
+    /// `batch.carried` ([`resolve`] reads one, [`owned_events`] converts the
+    /// batch). Slower than [`ComponentFramer::push_events`]: every field of
+    /// every event is converted on the way out of the guest.
     pub fn push_batch(&mut self, chunk: &[u8]) -> Result<wit::Batch, BackendError> {
         self.call(|bindings, store, framer| {
             bindings
@@ -486,7 +574,13 @@ pub fn resolve<'a>(at: &wit::BytesRef, chunk: &'a [u8], carried: &'a [u8]) -> Op
     bytes.get(start..start.checked_add(span.len as usize)?)
 }
 
-/// Converts a batch into owned events, checking every span.
+/// Converts a typed batch into owned events, checking every span.
+pub fn owned_events(batch: &wit::Batch, chunk: &[u8]) -> Result<Vec<OwnedEvent>, BackendError> {
+    let mut out = Vec::new();
+    append_owned(batch, chunk, &mut out)?;
+    Ok(out)
+}
+
 fn append_owned(
     batch: &wit::Batch,
     chunk: &[u8],
@@ -571,13 +665,11 @@ fn error_kind(kind: wit::JsonErrorKind) -> JsonErrorKind {
 
 impl FramerBackend for ComponentFramer {
     fn push(&mut self, chunk: &[u8], out: &mut Vec<OwnedEvent>) -> Result<(), BackendError> {
-        let batch = self.push_batch(chunk)?;
-        append_owned(&batch, chunk, out)
+        self.push_events(chunk, |event| out.push(OwnedEvent::from(event)))
     }
 
     fn finish(&mut self, out: &mut Vec<OwnedEvent>) -> Result<(), BackendError> {
-        let batch = self.finish_batch()?;
-        append_owned(&batch, &[], out)
+        self.finish_events(|event| out.push(OwnedEvent::from(event)))
     }
 
     fn stats(&mut self) -> Result<Stats, BackendError> {

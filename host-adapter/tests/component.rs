@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use drainpipe_framer::owned::OwnedEvent;
 use drainpipe_framer::testing::{Rng, workload};
-use drainpipe_framer::{Config, Stats};
+use drainpipe_framer::{Config, Event, Id, Stats};
 use drainpipe_host::backend::{FramerBackend, NativeFramer};
 use drainpipe_host::component::{
     COMPONENT_WASM, ComponentFramer, DEFAULT_MAX_CHUNK_BYTES, FULL_COMPONENT_WASM, GuestLimits,
-    Sandbox, SandboxOptions, resolve, wit,
+    Sandbox, SandboxOptions, owned_events, resolve, wit,
 };
 use wit_parser::{Resolve, Type, TypeDefKind, WorldItem};
 
@@ -62,6 +62,40 @@ fn run(
     (events, backend.stats().expect("stats"))
 }
 
+/// The component through its typed `push`/`finish` (the `FramerBackend`
+/// impl of `ComponentFramer` takes the packed path).
+struct TypedBatches(ComponentFramer);
+
+impl FramerBackend for TypedBatches {
+    fn push(
+        &mut self,
+        chunk: &[u8],
+        out: &mut Vec<OwnedEvent>,
+    ) -> Result<(), drainpipe_host::backend::BackendError> {
+        let batch = self.0.push_batch(chunk)?;
+        out.extend(owned_events(&batch, chunk)?);
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        out: &mut Vec<OwnedEvent>,
+    ) -> Result<(), drainpipe_host::backend::BackendError> {
+        let batch = self.0.finish_batch()?;
+        out.extend(owned_events(&batch, &[])?);
+        Ok(())
+    }
+
+    fn stats(&mut self) -> Result<Stats, drainpipe_host::backend::BackendError> {
+        self.0.stats()
+    }
+
+    fn name(&self) -> &'static str {
+        "component, typed batches"
+    }
+}
+
+/// Native and component (packed and typed) agree on every event and counter.
 fn assert_parity(config: Config, stream: &[u8], lengths: &[usize], what: &str) {
     let max_chunk = lengths
         .iter()
@@ -70,16 +104,24 @@ fn assert_parity(config: Config, stream: &[u8], lengths: &[usize], what: &str) {
         .unwrap_or(1)
         .min(stream.len().max(1));
     let native = run(&mut NativeFramer::new(config), stream, lengths);
-    let guest = run(&mut component(config, max_chunk), stream, lengths);
-    assert_eq!(
-        native.0.len(),
-        guest.0.len(),
-        "{what}: event count, chunks {lengths:?}"
-    );
-    for (i, (n, g)) in native.0.iter().zip(&guest.0).enumerate() {
-        assert_eq!(n, g, "{what}: event {i}, chunks {lengths:?}");
+    let packed: &mut dyn FramerBackend = &mut component(config, max_chunk);
+    let typed: &mut dyn FramerBackend = &mut TypedBatches(component(config, max_chunk));
+    for guest in [packed, typed] {
+        let name = guest.name();
+        let guest = run(guest, stream, lengths);
+        assert_eq!(
+            native.0.len(),
+            guest.0.len(),
+            "{what}, {name}: event count, chunks {lengths:?}"
+        );
+        for (i, (n, g)) in native.0.iter().zip(&guest.0).enumerate() {
+            assert_eq!(n, g, "{what}, {name}: event {i}, chunks {lengths:?}");
+        }
+        assert_eq!(
+            native.1, guest.1,
+            "{what}, {name}: stats, chunks {lengths:?}"
+        );
     }
-    assert_eq!(native.1, guest.1, "{what}: stats, chunks {lengths:?}");
 }
 
 fn chunkings(stream_len: usize, seed: u64) -> Vec<Vec<usize>> {
@@ -412,6 +454,47 @@ fn frames_inside_a_chunk_are_spans_not_copies() {
 }
 
 #[test]
+fn packed_events_borrow_the_chunk() {
+    let mut framer = component(Config::default(), 1 << 16);
+    let chunk = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nlog line\n{\"id\":2,";
+    let batch = framer.push_packed(chunk).unwrap();
+    assert_eq!(batch.words.len(), 2 * drainpipe_framer::packed::EVENT_WORDS);
+    // Nothing is copied: the frame, the log line and the envelope fields are
+    // all spans of the chunk.
+    assert!(batch.carried.is_empty(), "carried {:?}", batch.carried);
+
+    let mut framer = component(Config::default(), 1 << 16);
+    let mut seen = Vec::new();
+    framer
+        .push_events(chunk, |event| match event {
+            Event::Frame(frame) => {
+                assert!(std::ptr::eq(frame.bytes, &chunk[..36]));
+                assert_eq!(frame.chunk_start, Some(0));
+                assert_eq!(frame.envelope.id, Some(Id::Number(b"1")));
+                seen.push("frame");
+            }
+            Event::NotProtocol { line, .. } => {
+                assert!(std::ptr::eq(line, &chunk[37..45]));
+                seen.push("line");
+            }
+            other => panic!("{other:?}"),
+        })
+        .unwrap();
+    // The frame that spans two pushes is assembled by the guest and carried.
+    framer
+        .push_events(b"\"result\":2}\n", |event| match event {
+            Event::Frame(frame) => {
+                assert_eq!(frame.bytes, b"{\"id\":2,\"result\":2}");
+                assert_eq!(frame.chunk_start, None);
+                seen.push("assembled");
+            }
+            other => panic!("{other:?}"),
+        })
+        .unwrap();
+    assert_eq!(seen, ["frame", "line", "assembled"]);
+}
+
+#[test]
 fn out_of_range_spans_are_refused() {
     let at = wit::BytesRef::Chunk(wit::Span {
         start: 3,
@@ -536,12 +619,36 @@ fn deadline_stops_a_long_call() {
 }
 
 #[test]
+fn a_sandbox_without_deadlines_runs_the_same_call_to_the_end() {
+    within(Duration::from_secs(120), || {
+        let stream = workload::small(300_000, 3);
+        let config = Config::default();
+        let sandbox = Sandbox::new(&SandboxOptions {
+            call_deadlines: false,
+            ..SandboxOptions::default()
+        })
+        .unwrap();
+        // The 1 ms deadline that stops this push above is not enforced here.
+        let limits = GuestLimits {
+            memory_bytes: 1 << 30,
+            call_deadline: Duration::from_millis(1),
+        };
+        let mut guest = sandbox.framer(config, limits).unwrap();
+        let (events, stats) = run(&mut guest, &stream, &[stream.len()]);
+        assert_eq!(stats.frames, 300_000);
+        let (native, _) = run(&mut NativeFramer::new(config), &stream, &[stream.len()]);
+        assert!(events == native, "events differ from the native framer's");
+    });
+}
+
+#[test]
 fn compiled_code_is_cached_between_sandboxes() {
     within(Duration::from_secs(120), || {
         let dir = std::env::temp_dir().join(format!("drainpipe-cache-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let options = SandboxOptions {
             cache_dir: Some(dir.clone()),
+            ..SandboxOptions::default()
         };
         let first = Sandbox::new(&options).unwrap();
         assert_eq!(

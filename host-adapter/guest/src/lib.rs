@@ -15,6 +15,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use drainpipe_framer as core_framer;
+use drainpipe_framer::packed::PackedBatch;
 use exports::drainpipe::framer::framing as wit;
 
 #[cfg(not(feature = "budget"))]
@@ -61,6 +62,28 @@ impl wit::GuestFramer for Framer {
         let mut batch = Batcher::new(&[]);
         self.0.borrow_mut().finish(|event| batch.add(event));
         batch.done()
+    }
+
+    fn push_packed(&self, chunk: Vec<u8>) -> wit::PackedBatch {
+        let mut batch = PackedBatch::default();
+        self.0
+            .borrow_mut()
+            .push(&chunk, |event| pack(&mut batch, &chunk, event));
+        wit::PackedBatch {
+            words: batch.words,
+            carried: batch.carried,
+        }
+    }
+
+    fn finish_packed(&self) -> wit::PackedBatch {
+        let mut batch = PackedBatch::default();
+        self.0
+            .borrow_mut()
+            .finish(|event| pack(&mut batch, &[], event));
+        wit::PackedBatch {
+            words: batch.words,
+            carried: batch.carried,
+        }
     }
 
     fn stats(&self) -> wit::Stats {
@@ -207,6 +230,14 @@ impl<'c> Batcher<'c> {
             _ => panic!("event not in wit/framer.wit"),
         };
         self.events.push(event);
+    }
+}
+
+/// Packs one event. The only failure is a byte space past 4 GiB, which a
+/// wasm32 memory cannot hold: a bug, so trap.
+fn pack(batch: &mut PackedBatch, chunk: &[u8], event: core_framer::Event<'_>) {
+    if batch.push_event(chunk, event).is_err() {
+        panic!("packed batch past 4 GiB")
     }
 }
 
