@@ -417,17 +417,25 @@ impl Validator {
                 }
                 State::Literal(which, matched) => {
                     let word = LITERALS[usize::from(which)];
-                    if b != word[usize::from(matched)] {
+                    let rest = &word[usize::from(matched)..];
+                    // The whole rest at once when the piece holds it (the
+                    // common case), else byte by byte across the split.
+                    let step = if bytes.get(i..i + rest.len()) == Some(rest) {
+                        rest.len()
+                    } else if b == rest[0] {
+                        1
+                    } else {
                         break Err((InvalidLiteral, i));
-                    }
-                    i += 1;
-                    state = if usize::from(matched) + 1 == word.len() {
+                    };
+                    i += step;
+                    let matched = usize::from(matched) + step;
+                    state = if matched == word.len() {
                         if which == NULL && self.field == Field::Id && self.depth == 1 {
                             self.id = Some((IdKind::Null, Span { start: 0, end: 0 }));
                         }
                         State::After
                     } else {
-                        State::Literal(which, matched + 1)
+                        State::Literal(which, matched as u8)
                     };
                 }
                 _ if is_whitespace(b) => i += 1,

@@ -3,14 +3,19 @@
 //! strict validation and framing only, through each way out of the guest
 //! (packed events decoded to borrowed events, typed batches, owned events);
 //! and what it costs to get a session: cold compile, cached load,
-//! instantiation.
+//! instantiation. For scale, the same run measures the OS pipe: a child
+//! process writes the *large* workload into a real pipe and this process
+//! drains it, alone and while framing it natively or in the component.
 //!
 //! `cargo bench -p drainpipe-host --bench component`
 
 use std::hint::black_box;
-use std::time::Duration;
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group};
 use drainpipe_framer::owned::OwnedEvent;
 use drainpipe_framer::testing::workload;
 use drainpipe_framer::{Config, Event, Framer};
@@ -22,12 +27,17 @@ use wasmtime::component::Component;
 
 const CHUNK: usize = 64 * 1024;
 
-fn workloads() -> Vec<(&'static str, Vec<u8>)> {
-    vec![
-        ("large", workload::large(4, 8 << 20, 1)),
-        ("small", workload::small(1_000_000, 2)),
-    ]
+fn large() -> Vec<u8> {
+    workload::large(4, 8 << 20, 1)
 }
+
+fn workloads() -> Vec<(&'static str, Vec<u8>)> {
+    vec![("large", large()), ("small", workload::small(1_000_000, 2))]
+}
+
+/// Set in the child that writes into the pipe: how many times to write the
+/// *large* workload.
+const WRITER_ENV: &str = "DRAINPIPE_BENCH_PIPE_WRITES";
 
 /// The two modes a host runs the framer in: strict JSON validation with the
 /// envelope peek (the default), and framing only (byte limit + UTF-8).
@@ -90,6 +100,11 @@ fn component_typed(framer: &mut ComponentFramer, data: &[u8]) -> usize {
 
 fn throughput(c: &mut Criterion) {
     let sandbox = Sandbox::shared().unwrap();
+    let unchecked = Sandbox::new(&SandboxOptions {
+        call_deadlines: false,
+        ..SandboxOptions::default()
+    })
+    .unwrap();
     let limits = GuestLimits::for_config(&config(), CHUNK);
     for (name, data) in workloads() {
         for (mode, validate) in MODES {
@@ -106,6 +121,10 @@ fn throughput(c: &mut Criterion) {
             group.bench_function("component, borrowed events (packed)", |b| {
                 b.iter(|| component_callback(&mut guest, black_box(&data)))
             });
+            let mut fast = unchecked.framer(config, limits).unwrap();
+            group.bench_function("component without call deadlines, borrowed events", |b| {
+                b.iter(|| component_callback(&mut fast, black_box(&data)))
+            });
             group.bench_function("component, typed batches", |b| {
                 b.iter(|| component_typed(&mut guest, black_box(&data)))
             });
@@ -114,13 +133,102 @@ fn throughput(c: &mut Criterion) {
             group.bench_function("native, owned events", |b| {
                 b.iter(|| through_backend(&mut native, black_box(&data), &mut events))
             });
-            let mut guest = sandbox.framer(config, limits).unwrap();
             group.bench_function("component, owned events", |b| {
                 b.iter(|| through_backend(&mut guest, black_box(&data), &mut events))
             });
             group.finish();
         }
     }
+}
+
+/// The child's side: generate the data, say so with one byte on stderr,
+/// then write it `writes` times to stdout (a pipe) and exit.
+fn pipe_writer(writes: u64) {
+    let data = large();
+    let mut out = std::fs::File::from(
+        std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .expect("stdout is open"),
+    );
+    std::io::stderr().write_all(b"r").expect("stderr is open");
+    for _ in 0..writes {
+        out.write_all(&data).expect("the reader drains the pipe");
+    }
+}
+
+/// Spawns the writer for `writes` copies, waits until it is ready, then
+/// times reading everything in 64 KiB reads, passing each read to `each`.
+fn drain_pipe(writes: u64, mut each: impl FnMut(&[u8])) -> Duration {
+    let mut child = Command::new(std::env::current_exe().expect("the bench binary"))
+        .env(WRITER_ENV, writes.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the writer starts");
+    let mut ready = [0u8; 1];
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_exact(&mut ready)
+        .expect("the writer is ready");
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; CHUNK];
+    let started = Instant::now();
+    loop {
+        let n = stdout.read(&mut buf).expect("reading the pipe");
+        if n == 0 {
+            break;
+        }
+        each(&buf[..n]);
+    }
+    let elapsed = started.elapsed();
+    assert!(child.wait().unwrap().success(), "the writer failed");
+    elapsed
+}
+
+fn pipe(c: &mut Criterion) {
+    let bytes = large().len() as u64;
+    let sandbox = Sandbox::shared().unwrap();
+    let limits = GuestLimits::for_config(&config(), CHUNK);
+    let mut group = c.benchmark_group("pipe/large");
+    group.throughput(Throughput::Bytes(bytes));
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(6));
+    group.bench_function("OS pipe, drained", |b| {
+        b.iter_custom(|iters| {
+            drain_pipe(iters, |chunk| {
+                black_box(chunk);
+            })
+        })
+    });
+    for (mode, validate) in MODES {
+        let config = config().with_json_validation(validate);
+        let mut native = Framer::new(config);
+        group.bench_function(format!("OS pipe + native framer, {mode}"), |b| {
+            b.iter_custom(|iters| {
+                drain_pipe(iters, |chunk| {
+                    native.push(chunk, |e| {
+                        black_box(e);
+                    })
+                })
+            })
+        });
+        let mut guest = sandbox.framer(config, limits).unwrap();
+        group.bench_function(format!("OS pipe + component, {mode}"), |b| {
+            b.iter_custom(|iters| {
+                drain_pipe(iters, |chunk| {
+                    guest
+                        .push_events(chunk, |e| {
+                            black_box(e);
+                        })
+                        .unwrap()
+                })
+            })
+        });
+    }
+    group.finish();
 }
 
 fn loading(c: &mut Criterion) {
@@ -165,5 +273,18 @@ fn loading(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, throughput, loading);
-criterion_main!(benches);
+criterion_group!(benches, throughput, pipe, loading);
+
+fn main() {
+    if let Some(writes) = std::env::var_os(WRITER_ENV) {
+        pipe_writer(
+            writes
+                .to_str()
+                .and_then(|w| w.parse().ok())
+                .expect("a count"),
+        );
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
