@@ -32,7 +32,13 @@ export function plainEvent(e) {
 const stable = (v) => JSON.stringify(v, (_, x) => (x && typeof x === 'object' && !Array.isArray(x)
   ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
 
-export function runCases(Framer, vectors) {
+/**
+ * `typed` runs the cases through `pushTyped`/`finishTyped` (the WIT's typed
+ * batches) instead of the packed `push`/`finish`.
+ */
+export function runCases(Framer, vectors, { typed = false } = {}) {
+  const push = typed ? 'pushTyped' : 'push';
+  const finish = typed ? 'finishTyped' : 'finish';
   const streams = vectors.streams.map(decode);
   const failures = [];
   let events = 0;
@@ -42,10 +48,10 @@ export function runCases(Framer, vectors) {
     const got = [];
     for (let at = 0, step = 0; at < stream.length; step++) {
       const len = Math.max(1, Math.min(c.chunks[step % c.chunks.length], stream.length - at));
-      for (const e of framer.push(stream.subarray(at, at + len))) got.push(plainEvent(e));
+      for (const e of framer[push](stream.subarray(at, at + len))) got.push(plainEvent(e));
       at += len;
     }
-    for (const e of framer.finish()) got.push(plainEvent(e));
+    for (const e of framer[finish]()) got.push(plainEvent(e));
     events += got.length;
     const what = `case ${i} (${c.name}, chunks ${JSON.stringify(c.chunks).slice(0, 40)})`;
     if (got.length !== c.events.length) {

@@ -3,7 +3,7 @@
 //
 //   import { Framer } from 'drainpipe-framer';
 //   const framer = new Framer({ maxFrameBytes: 4 << 20 });
-//   for (const event of framer.push(chunk)) {
+//   for (const event of framer.push(chunk)) {   // plain objects, see decodePacked
 //     if (event.tag === 'frame') dispatch(event.bytes);   // a Uint8Array view
 //   }
 //   framer.finish();
@@ -56,6 +56,71 @@ export function resolveBatch(batch, chunk) {
   });
 }
 
+/** Words per event in a packed batch (see `record packed-batch` in the WIT). */
+export const EVENT_WORDS = 11;
+const KINDS = [undefined, 'frame', 'oversize', 'malformed', 'discarded', 'not-protocol', 'truncated'];
+const ERROR_KINDS = [undefined, 'invalid-utf8', 'control-in-string', 'invalid-escape', 'unexpected-byte',
+  'invalid-number', 'invalid-literal', 'trailing-characters', 'top-level-not-object', 'depth-limit', 'incomplete'];
+const ID_TAGS = [undefined, 'number', 'string', 'null'];
+
+/**
+ * Turns a packed batch (`push-packed`) into the same plain events as
+ * `resolveBatch`, checking every word. Byte fields are views of `chunk` or
+ * of the batch's carried bytes: no copies.
+ */
+export function decodePacked({ words, carried }, chunk) {
+  if (words.length % EVENT_WORDS !== 0) {
+    throw new RangeError(`framer component returned ${words.length} words, not whole events`);
+  }
+  const span = (start, len) => {
+    if (start + len <= chunk.length) return chunk.subarray(start, start + len);
+    const from = start - chunk.length;
+    if (from < 0 || from + len > carried.length) throw new RangeError('framer component returned a span out of range');
+    return carried.subarray(from, from + len);
+  };
+  const events = new Array(words.length / EVENT_WORDS);
+  for (let i = 0, k = 0; i < words.length; i += EVENT_WORDS, k++) {
+    const tag = words[i];
+    const kind = KINDS[tag & 0xf];
+    const offset = words[i + 1] + words[i + 2] * 2 ** 32;
+    const wide = words[i + 3] + words[i + 4] * 2 ** 32;
+    const idKind = (tag >>> 8) & 3;
+    const envelope = () => ({
+      jsonrpc: tag & (1 << 10) ? span(words[i + 5], words[i + 6]) : undefined,
+      id: idKind === 0 ? undefined
+        : idKind === 3 ? { tag: 'null' }
+        : { tag: ID_TAGS[idKind], raw: span(words[i + 7], words[i + 8]) },
+      method: tag & (1 << 11) ? span(words[i + 9], words[i + 10]) : undefined,
+      hasResult: (tag & (1 << 12)) !== 0,
+      hasError: (tag & (1 << 13)) !== 0,
+    });
+    const errorKind = ERROR_KINDS[(tag >>> 4) & 0xf];
+    if (tag >>> 16 !== 0 || kind === undefined || (kind === 'malformed') !== (errorKind !== undefined)) {
+      throw new RangeError(`framer component returned an invalid event tag ${tag}`);
+    }
+    switch (kind) {
+      case 'frame':
+        events[k] = { tag: kind, offset, bytes: span(words[i + 3], words[i + 4]), envelope: envelope() };
+        break;
+      case 'oversize':
+        events[k] = { tag: kind, offset, looksLikeJson: (tag & (1 << 14)) !== 0, envelope: envelope() };
+        break;
+      case 'malformed':
+        events[k] = { tag: kind, offset, error: { kind: errorKind, at: wide }, envelope: envelope() };
+        break;
+      case 'discarded':
+        events[k] = { tag: kind, offset, len: wide, atEof: (tag & (1 << 15)) !== 0 };
+        break;
+      case 'not-protocol':
+        events[k] = { tag: kind, offset, line: span(words[i + 3], words[i + 4]) };
+        break;
+      default:
+        events[k] = { tag: kind, offset, len: wide, envelope: envelope() };
+    }
+  }
+  return events;
+}
+
 /** An incremental framer for one stream (see `resource framer` in the WIT). */
 export class Framer {
   #inner;
@@ -65,19 +130,37 @@ export class Framer {
     this.#inner = new framing.Framer({ ...DEFAULT_LIMITS, ...limits });
   }
 
-  /** Pushes the next chunk (a Uint8Array); returns the events it completed. */
+  /**
+   * Pushes the next chunk (a Uint8Array); returns the events it completed.
+   * Crosses out of the component packed (`push-packed`), the fast path.
+   */
   push(chunk) {
-    return resolveBatch(this.#inner.push(chunk), chunk);
-  }
-
-  /** The raw WIT batch: spans instead of views, for the fastest path. */
-  pushBatch(chunk) {
-    return this.#inner.push(chunk);
+    return decodePacked(this.#inner.pushPacked(chunk), chunk);
   }
 
   /** Ends the stream; returns the final events. */
   finish() {
+    return decodePacked(this.#inner.finishPacked(), new Uint8Array(0));
+  }
+
+  /** `push` through the typed WIT batch (`push`): same events, slower. */
+  pushTyped(chunk) {
+    return resolveBatch(this.#inner.push(chunk), chunk);
+  }
+
+  /** `finish` through the typed WIT batch. */
+  finishTyped() {
     return resolveBatch(this.#inner.finish(), new Uint8Array(0));
+  }
+
+  /** The raw packed batch: words and carried bytes, undecoded. */
+  pushPacked(chunk) {
+    return this.#inner.pushPacked(chunk);
+  }
+
+  /** The raw typed WIT batch: spans instead of views. */
+  pushBatch(chunk) {
+    return this.#inner.push(chunk);
   }
 
   /** The counters, as Numbers. */

@@ -15,8 +15,10 @@ const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
 for (const name of ['large', 'small']) {
   const data = new Uint8Array(readFileSync(new URL(`../dist/${name}.bin`, import.meta.url)));
   for (const [label, step] of [
-    ['span batches', (f, chunk) => f.pushBatch(chunk).events.length],
-    ['resolved views', (f, chunk) => f.push(chunk).length],
+    ['packed words', (f, chunk) => f.pushPacked(chunk).words.length / 11],
+    ['typed span batches', (f, chunk) => f.pushBatch(chunk).events.length],
+    ['events with views, packed', (f, chunk) => f.push(chunk).length],
+    ['events with views, typed', (f, chunk) => f.pushTyped(chunk).length],
   ]) {
     const times = [];
     let events = 0;

@@ -4,16 +4,30 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
-import { Framer } from '../index.js';
+import { EVENT_WORDS, Framer, decodePacked } from '../index.js';
 import { runCases } from '../check.mjs';
 
 const vectors = JSON.parse(readFileSync(new URL('../dist/vectors.json', import.meta.url)));
 
-test('component in Node matches the native framer on every vector', { timeout: 120_000 }, () => {
-  const { cases, events, failures } = runCases(Framer, vectors);
-  assert.ok(cases > 100, `only ${cases} cases`);
-  assert.ok(events > 1000, `only ${events} events`);
-  assert.deepEqual(failures.slice(0, 5), []);
+for (const typed of [false, true]) {
+  test(`component in Node matches the native framer on every vector (${typed ? 'typed' : 'packed'} batches)`, { timeout: 120_000 }, () => {
+    const { cases, events, failures } = runCases(Framer, vectors, { typed });
+    assert.ok(cases > 100, `only ${cases} cases`);
+    assert.ok(events > 1000, `only ${events} events`);
+    assert.deepEqual(failures.slice(0, 5), []);
+  });
+}
+
+test('a broken packed batch is an error, not an event', { timeout: 10_000 }, () => {
+  const chunk = new TextEncoder().encode('{"id":1}\n');
+  const { words, carried } = new Framer().pushPacked(chunk);
+  assert.equal(decodePacked({ words, carried }, chunk).length, 1);
+  assert.throws(() => decodePacked({ words: words.slice(0, EVENT_WORDS - 1), carried }, chunk), RangeError);
+  const bad = Uint32Array.from(words);
+  bad[3] = 5; bad[4] = 6; // across the end of the chunk
+  assert.throws(() => decodePacked({ words: bad, carried }, chunk), RangeError);
+  bad[0] = 7; // no such kind
+  assert.throws(() => decodePacked({ words: bad, carried }, chunk), RangeError);
 });
 
 test('frames inside a chunk are views of it, not copies', { timeout: 10_000 }, () => {
