@@ -74,6 +74,12 @@ pub struct Framer {
     /// `max_frame_bytes`: this is the memory bound.
     buf: Vec<u8>,
     utf8: Utf8Stream,
+    /// The range of the chunk being pushed that is known to be valid UTF-8
+    /// from a code point boundary: checked once per push, from the first
+    /// JSON piece to the end of the chunk, so a chunk of many small messages
+    /// costs one validation pass instead of one per message. `None` until a
+    /// piece needs it.
+    clean: Option<(usize, usize)>,
     validator: Validator,
     stats: Stats,
 }
@@ -95,6 +101,7 @@ impl Framer {
             cr_held: false,
             buf: Vec::new(),
             utf8: Utf8Stream::default(),
+            clean: None,
             validator: Validator::new(config.max_depth()),
             stats: Stats::default(),
         }
@@ -137,6 +144,7 @@ impl Framer {
     /// spanned chunks borrows the framer's buffer, assembled once.
     pub fn push<F: FnMut(Event<'_>)>(&mut self, chunk: &[u8], mut on_event: F) {
         self.stats.bytes_in += chunk.len() as u64;
+        self.clean = None;
         let mut at = 0;
         while at < chunk.len() {
             let rest = &chunk[at..];
@@ -220,7 +228,7 @@ impl Framer {
         // A held `\r` followed by more bytes was content after all.
         if self.cr_held && !piece.is_empty() {
             self.cr_held = false;
-            if !self.take(CR, on_event) {
+            if !self.take(chunk, None, CR, on_event) {
                 if last {
                     self.end_discard(on_event);
                 }
@@ -240,7 +248,7 @@ impl Framer {
         } else {
             None
         };
-        if !self.take(piece, on_event) {
+        if !self.take(chunk, Some(from), piece, on_event) {
             if last {
                 self.end_discard(on_event);
             }
@@ -261,10 +269,17 @@ impl Framer {
         }
     }
 
-    /// Counts, classifies and checks `piece` as content of the current line.
+    /// Counts, classifies and checks `piece` as content of the current line;
+    /// `at` is where it starts in `chunk` (`None` for a released `\r`).
     /// Returns `false` if the line was rejected (the caller stops and
     /// discards). Does not buffer.
-    fn take<F: FnMut(Event<'_>)>(&mut self, piece: &[u8], on_event: &mut F) -> bool {
+    fn take<F: FnMut(Event<'_>)>(
+        &mut self,
+        chunk: &[u8],
+        at: Option<usize>,
+        piece: &[u8],
+        on_event: &mut F,
+    ) -> bool {
         // The line began with this piece: its bytes so far are all in `piece`.
         let fresh = self.buf.is_empty() && self.content_len == 0;
         let room = self.config.max_frame_bytes() - self.content_len;
@@ -288,7 +303,7 @@ impl Framer {
             self.validator.skip(self.content_len);
         }
         let rejected = match self.line {
-            Line::Json => self.check(allowed).err(),
+            Line::Json => self.check(chunk, at, allowed).err(),
             _ => None,
         };
         if rejected.is_none() && !over {
@@ -341,11 +356,19 @@ impl Framer {
     ///
     /// The validator only ever sees bytes already confirmed as UTF-8, so
     /// which error is reported first does not depend on where chunks split.
-    fn check(&mut self, piece: &[u8]) -> Result<(), JsonError> {
+    fn check(&mut self, chunk: &[u8], at: Option<usize>, piece: &[u8]) -> Result<(), JsonError> {
         let validate = self.config.json_validation();
+        let known = self.known_utf8(chunk, at, piece.len());
+        if validate && known > 0 {
+            self.validator.feed(&piece[..known])?;
+        }
+        let rest = &piece[known..];
+        if rest.is_empty() {
+            return Ok(());
+        }
         let validator = &mut self.validator;
-        let mut confirmed = self.content_len - self.utf8.held();
-        let utf8 = self.utf8.feed(piece, |valid| {
+        let mut confirmed = self.content_len + known - self.utf8.held();
+        let utf8 = self.utf8.feed(rest, |valid| {
             confirmed += valid.len();
             if validate {
                 validator.feed(valid)
@@ -357,6 +380,31 @@ impl Framer {
             kind: JsonErrorKind::InvalidUtf8,
             at: confirmed as u64,
         })
+    }
+
+    /// How many leading bytes of the `len`-byte piece at `at` in `chunk`
+    /// lie in the chunk's clean range (see `Framer::clean`), so need no
+    /// UTF-8 check of their own. Zero while a code point cut by the previous
+    /// piece is pending, and past an invalid byte (the rest of the chunk is
+    /// then checked piece by piece, never re-scanned).
+    fn known_utf8(&mut self, chunk: &[u8], at: Option<usize>, len: usize) -> usize {
+        let Some(from) = at else { return 0 };
+        if self.utf8.held() > 0 {
+            return 0;
+        }
+        let (start, end) = *self.clean.get_or_insert_with(|| {
+            let rest = &chunk[from..];
+            let valid = match simdutf8::compat::from_utf8(rest) {
+                Ok(_) => rest.len(),
+                Err(e) => e.valid_up_to(),
+            };
+            (from, from + valid)
+        });
+        if (start..=end).contains(&from) {
+            (end - from).min(len)
+        } else {
+            0
+        }
     }
 
     fn discard(&mut self, why: Rejection) {
