@@ -525,6 +525,7 @@ impl Validator {
     }
 
     /// Opens an object or array; `None` past the depth limit.
+    #[inline(always)]
     fn open(&mut self, object: bool) -> Option<State> {
         if self.depth >= self.max_depth {
             return None;
@@ -611,7 +612,9 @@ impl Validator {
     }
 
     /// The first byte `b` (at `i`) of a value: the state that reads the rest.
-    #[inline]
+    // Always inlined: in the WebAssembly build a call here costs a call
+    // frame and an epoch check per value.
+    #[inline(always)]
     fn start_value(&mut self, b: u8, i: usize) -> Result<State, JsonErrorKind> {
         let field = if self.depth == 1 {
             self.field
