@@ -400,11 +400,17 @@ impl Framer {
             };
             (from, from + valid)
         });
-        if (start..=end).contains(&from) {
-            (end - from).min(len)
-        } else {
-            0
+        if !(start..=end).contains(&from) {
+            return 0;
         }
+        let mut known = (end - from).min(len);
+        // A piece cut short (at the limit) may stop inside a code point: the
+        // validator must not see part of one, so keep whole code points and
+        // let the stream hold the rest, as it would without this shortcut.
+        while known > 0 && known < end - from && chunk[from + known] & 0xC0 == 0x80 {
+            known -= 1;
+        }
+        known
     }
 
     fn discard(&mut self, why: Rejection) {

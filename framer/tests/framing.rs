@@ -178,6 +178,23 @@ fn table() {
             vec![frame(0, "{\"a\":\"\u{1F600}\"}".as_bytes())],
         ),
         (
+            // Whole, the chunk is valid UTF-8 in one pass; the limit still
+            // cuts the code point, and the validator must not see half of it
+            // (it would call it an unexpected byte, as it does when whole).
+            "the limit cuts a code point: oversize, as under any chunking",
+            limit(10),
+            vec!["{\"id\":10\u{1F600}\"}\n{}\n".as_bytes()],
+            vec![
+                OwnedEvent::Oversize {
+                    offset: 0,
+                    looks_like_json: true,
+                    envelope: OwnedEnvelope::default(),
+                },
+                discarded(0, 14),
+                frame(15, b"{}"),
+            ],
+        ),
+        (
             "oversize then a valid line",
             limit(16),
             vec![b"{\"id\":5,\"result\":\"xxxxxxxx\"}\n{\"id\":6}\n"],
