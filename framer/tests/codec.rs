@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use drainpipe_framer::codec::{EncodeError, FramerCodec, FramerEvent};
-use drainpipe_framer::testing::{OwnedEnvelope, OwnedEvent, Rng, run_split, workload};
+use drainpipe_framer::testing::{OwnedEvent, Rng, run_split, workload};
 use drainpipe_framer::{Config, Id};
 use futures_util::SinkExt;
 use tokio::io::{AsyncRead, AsyncWriteExt};
@@ -18,58 +18,6 @@ use tokio_util::codec::{Decoder, Encoder, FramedRead, FramedWrite, LinesCodec};
 
 /// Every test that touches IO fails loudly instead of hanging.
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn owned(event: FramerEvent) -> OwnedEvent {
-    let env = |e: drainpipe_framer::codec::MessageEnvelope| OwnedEnvelope::from(e.as_envelope());
-    match event {
-        FramerEvent::Frame(m) => OwnedEvent::Frame {
-            offset: m.offset,
-            bytes: m.bytes.to_vec(),
-            envelope: env(m.envelope),
-        },
-        FramerEvent::NotProtocol { offset, line } => OwnedEvent::NotProtocol {
-            offset,
-            line: line.to_vec(),
-        },
-        FramerEvent::Oversize {
-            offset,
-            looks_like_json,
-            envelope,
-        } => OwnedEvent::Oversize {
-            offset,
-            looks_like_json,
-            envelope: env(envelope),
-        },
-        FramerEvent::Malformed {
-            offset,
-            error,
-            envelope,
-        } => OwnedEvent::Malformed {
-            offset,
-            error,
-            envelope: env(envelope),
-        },
-        FramerEvent::Discarded {
-            offset,
-            len,
-            at_eof,
-        } => OwnedEvent::Discarded {
-            offset,
-            len,
-            at_eof,
-        },
-        FramerEvent::Truncated {
-            offset,
-            len,
-            envelope,
-        } => OwnedEvent::Truncated {
-            offset,
-            len,
-            envelope: env(envelope),
-        },
-        other => panic!("unknown event {other:?}"),
-    }
-}
 
 /// Streams worth framing: the shared adversarial set plus random mixes of
 /// messages, log lines, broken JSON, long lines and odd line endings.
@@ -127,7 +75,7 @@ fn decode_in_chunks(config: Config, stream: &[u8], rng: &mut Rng) -> Vec<OwnedEv
         rest = tail;
         buf.extend_from_slice(chunk);
         while let Some(event) = codec.decode(&mut buf).expect("decode never fails on data") {
-            events.push(owned(event));
+            events.push(OwnedEvent::from(event));
         }
         // After `None` the buffer holds at most the line in progress (within
         // the limit), one undecided byte, and nothing else.
@@ -142,7 +90,7 @@ fn decode_in_chunks(config: Config, stream: &[u8], rng: &mut Rng) -> Vec<OwnedEv
         .decode_eof(&mut buf)
         .expect("decode_eof never fails on data")
     {
-        events.push(owned(event));
+        events.push(OwnedEvent::from(event));
     }
     assert!(
         codec.decode_eof(&mut buf).unwrap().is_none(),
@@ -174,7 +122,7 @@ async fn collect<R: AsyncRead + Unpin>(reader: R, config: Config) -> Vec<OwnedEv
     let mut framed = FramedRead::new(reader, FramerCodec::new(config));
     let mut events = Vec::new();
     while let Some(event) = framed.next().await {
-        events.push(owned(event.expect("no IO error")));
+        events.push(OwnedEvent::from(event.expect("no IO error")));
     }
     events
 }
@@ -310,7 +258,7 @@ async fn a_huge_line_keeps_the_read_buffer_bounded() {
         let mut largest_buffer = 0;
         while let Some(event) = framed.next().await {
             largest_buffer = largest_buffer.max(framed.read_buffer().capacity());
-            events.push(owned(event.expect("no IO error")));
+            events.push(OwnedEvent::from(event.expect("no IO error")));
         }
         largest_buffer = largest_buffer.max(framed.read_buffer().capacity());
         write.await.expect("writer task").expect("writes");

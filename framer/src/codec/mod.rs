@@ -123,6 +123,62 @@ pub enum FramerEvent {
     },
 }
 
+/// The same event with plain vectors, for comparing a codec stream with the
+/// framer's own events.
+impl From<FramerEvent> for crate::owned::OwnedEvent {
+    fn from(event: FramerEvent) -> Self {
+        use crate::owned::{OwnedEnvelope, OwnedEvent};
+        let envelope = |e: MessageEnvelope| OwnedEnvelope::from(e.as_envelope());
+        match event {
+            FramerEvent::Frame(m) => OwnedEvent::Frame {
+                offset: m.offset,
+                bytes: m.bytes.to_vec(),
+                envelope: envelope(m.envelope),
+            },
+            FramerEvent::NotProtocol { offset, line } => OwnedEvent::NotProtocol {
+                offset,
+                line: line.to_vec(),
+            },
+            FramerEvent::Oversize {
+                offset,
+                looks_like_json,
+                envelope: e,
+            } => OwnedEvent::Oversize {
+                offset,
+                looks_like_json,
+                envelope: envelope(e),
+            },
+            FramerEvent::Malformed {
+                offset,
+                error,
+                envelope: e,
+            } => OwnedEvent::Malformed {
+                offset,
+                error,
+                envelope: envelope(e),
+            },
+            FramerEvent::Discarded {
+                offset,
+                len,
+                at_eof,
+            } => OwnedEvent::Discarded {
+                offset,
+                len,
+                at_eof,
+            },
+            FramerEvent::Truncated {
+                offset,
+                len,
+                envelope: e,
+            } => OwnedEvent::Truncated {
+                offset,
+                len,
+                envelope: envelope(e),
+            },
+        }
+    }
+}
+
 impl FramerEvent {
     /// The message, if this is a [`FramerEvent::Frame`].
     pub fn into_message(self) -> Option<Message> {
