@@ -205,13 +205,16 @@ async fn cancellation_reaches_the_server_and_a_second_request_is_quick() {
     );
 
     // Cancelled while a paced 8 MiB response is on its way: the rest is
-    // drained, and the next request is not stuck behind it.
+    // drained, and the next request is not stuck behind it. The proxy hands
+    // on whole messages only, so the session sees no byte of it before the
+    // end: wait for the server's word that it started writing (≥ 2 s of
+    // pacing remain), not for bytes.
     drop(session);
     let session = through_proxy(&["--max-frame", "16MiB"]).await;
-    let before = session.metrics().stdout_bytes;
     let pending = start_tool(&session, "large", json!({"piece_delay_ms": 4}), opts(30)).await;
-    wait_until(10, "the response started", || {
-        session.metrics().stdout_bytes > before + (256 << 10)
+    let mark = format!("large id={}: writing", pending.id());
+    wait_until(10, "the server started writing the response", || {
+        session.stderr().kept_text().contains(&mark)
     })
     .await;
     let cancelled_at = Instant::now();
