@@ -127,59 +127,64 @@ pub enum FramerEvent {
 /// framer's own events.
 impl From<FramerEvent> for crate::owned::OwnedEvent {
     fn from(event: FramerEvent) -> Self {
-        use crate::owned::{OwnedEnvelope, OwnedEvent};
-        let envelope = |e: MessageEnvelope| OwnedEnvelope::from(e.as_envelope());
-        match event {
-            FramerEvent::Frame(m) => OwnedEvent::Frame {
+        event.as_event().into()
+    }
+}
+
+impl FramerEvent {
+    /// A view of this item as the framer's own [`Event`] (a frame's
+    /// `chunk_start` is `None`: the codec owns its bytes).
+    pub fn as_event(&self) -> Event<'_> {
+        match self {
+            FramerEvent::Frame(m) => Event::Frame(crate::Frame {
+                bytes: &m.bytes,
                 offset: m.offset,
-                bytes: m.bytes.to_vec(),
-                envelope: envelope(m.envelope),
-            },
-            FramerEvent::NotProtocol { offset, line } => OwnedEvent::NotProtocol {
-                offset,
-                line: line.to_vec(),
+                chunk_start: None,
+                envelope: m.envelope.as_envelope(),
+            }),
+            FramerEvent::NotProtocol { offset, line } => Event::NotProtocol {
+                offset: *offset,
+                line,
             },
             FramerEvent::Oversize {
                 offset,
                 looks_like_json,
-                envelope: e,
-            } => OwnedEvent::Oversize {
-                offset,
-                looks_like_json,
-                envelope: envelope(e),
+                envelope,
+            } => Event::Oversize {
+                offset: *offset,
+                looks_like_json: *looks_like_json,
+                envelope: envelope.as_envelope(),
             },
             FramerEvent::Malformed {
                 offset,
                 error,
-                envelope: e,
-            } => OwnedEvent::Malformed {
-                offset,
-                error,
-                envelope: envelope(e),
+                envelope,
+            } => Event::Malformed {
+                offset: *offset,
+                error: *error,
+                envelope: envelope.as_envelope(),
             },
             FramerEvent::Discarded {
                 offset,
                 len,
                 at_eof,
-            } => OwnedEvent::Discarded {
-                offset,
-                len,
-                at_eof,
+            } => Event::Discarded {
+                offset: *offset,
+                len: *len,
+                at_eof: *at_eof,
             },
             FramerEvent::Truncated {
                 offset,
                 len,
-                envelope: e,
-            } => OwnedEvent::Truncated {
-                offset,
-                len,
-                envelope: envelope(e),
+                envelope,
+            } => Event::Truncated {
+                offset: *offset,
+                len: *len,
+                envelope: envelope.as_envelope(),
             },
         }
     }
-}
 
-impl FramerEvent {
     /// The message, if this is a [`FramerEvent::Frame`].
     pub fn into_message(self) -> Option<Message> {
         match self {
