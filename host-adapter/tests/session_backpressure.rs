@@ -33,6 +33,11 @@ async fn unguarded_parent_shows_the_hazard() {
         .unwrap();
     let _stdout_never_read = child.stdout.take().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let started = within(10, "start of the write", stderr.next_line()).await;
+    assert_eq!(
+        started.unwrap().as_deref(),
+        Some("large id=1: writing 8388609 bytes")
+    );
     let line = within(10, "backpressure report", stderr.next_line()).await;
     assert_eq!(
         line.unwrap().as_deref(),

@@ -112,13 +112,16 @@ async fn cancel_while_a_subprocess_runs() {
     assert_all_gone(&workers, "still gone after shutdown").await;
 }
 
-/// Cancelled while an unpaced 8 MiB response is pouring out: the server
+/// Cancelled while an 8 MiB response is pouring out: the server
 /// cannot take a line back, so the reader drains the rest, drops it
 /// (counted as late) and the next request answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_during_output() {
     let session = start_fixture(&[], limited(16 << 20)).await;
-    let pending = start_tool(&session, "large", json!({}), opts(20)).await;
+    // Paced at 1 ms per 16 KiB (≥ 0.5 s for 8 MiB), so "during output" is
+    // a window the check below cannot miss: unpaced, the whole line can
+    // arrive between two looks at the counter.
+    let pending = start_tool(&session, "large", json!({"piece_delay_ms": 1}), opts(20)).await;
     wait_until(10, "output started", || {
         session.metrics().stdout_bytes > 300 << 10
     })

@@ -33,6 +33,11 @@ async fn ignoring_stdout_blocks_the_child_the_guarded_session_never_does() {
         .expect("request written");
     let _never_read = child.stdout.take().expect("stdout");
     let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let started = within(10, "start of the write", stderr.next_line()).await;
+    assert_eq!(
+        started.expect("stderr").as_deref(),
+        Some("large id=7: writing 8388609 bytes")
+    );
     let report = within(10, "backpressure report", stderr.next_line()).await;
     assert_eq!(
         report.expect("stderr").as_deref(),
