@@ -7,8 +7,11 @@
 //! plain words what they hold the code to.
 #![forbid(unsafe_code)]
 
+mod bounds;
 pub mod peers;
 pub mod procs;
+
+pub use bounds::{opts, opts_ms, start_tool, tool, wait_until, within};
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -16,36 +19,13 @@ use std::process::Command as StdCommand;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use drainpipe_host::session::{
-    CallError, CallOptions, PendingCall, Response, Session, SessionConfig, ShutdownReport,
-};
+use drainpipe_host::session::{CallError, Response, Session, SessionConfig, ShutdownReport};
 use serde_json::{Value, json};
 
 /// The longest a small request may take to answer right after a fault or a
 /// cancellation, for the criteria that say "answers quickly". Generous for a
 /// loaded 2-core CI machine; a healthy run answers in about a millisecond.
 pub const QUICK: Duration = Duration::from_secs(2);
-
-/// Runs `future` or panics after `secs` seconds, naming what hung.
-pub async fn within<F: Future>(secs: u64, what: &str, future: F) -> F::Output {
-    match tokio::time::timeout(Duration::from_secs(secs), future).await {
-        Ok(output) => output,
-        Err(_) => panic!("timed out after {secs} s: {what}"),
-    }
-}
-
-/// Polls `condition` every 5 ms for up to `secs` seconds; panics with `what`
-/// if it never holds.
-pub async fn wait_until(secs: u64, what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !condition() {
-        assert!(
-            Instant::now() < deadline,
-            "condition never held within {secs} s: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
 
 /// The workspace root (the folder with the root `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
@@ -227,39 +207,6 @@ pub fn limited(max_frame_bytes: usize) -> SessionConfig {
         framer: drainpipe_framer::Config::default().with_max_frame_bytes(max_frame_bytes),
         ..SessionConfig::default()
     }
-}
-
-/// Call options with a timeout in seconds.
-pub fn opts(secs: u64) -> CallOptions {
-    CallOptions::timeout(Duration::from_secs(secs))
-}
-
-/// Call options with a timeout in milliseconds.
-pub fn opts_ms(ms: u64) -> CallOptions {
-    CallOptions::timeout(Duration::from_millis(ms))
-}
-
-/// `tools/call` of `name` with `arguments`.
-pub async fn tool(
-    session: &Session,
-    name: &str,
-    arguments: Value,
-    options: CallOptions,
-) -> Result<Response, CallError> {
-    session.call_tool(name, arguments, options).await
-}
-
-/// Starts `tools/call` of `name` without waiting for it.
-pub async fn start_tool(
-    session: &Session,
-    name: &str,
-    arguments: Value,
-    options: CallOptions,
-) -> PendingCall {
-    session
-        .start_tool(name, arguments, options)
-        .await
-        .expect("request sent")
 }
 
 /// The first text block of a tool result.

@@ -2,35 +2,19 @@
 //! fail loudly, and process-table checks for zombies and orphans.
 #![allow(dead_code, unreachable_pub)]
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
-use drainpipe_host::session::{
-    CallError, CallOptions, PendingCall, Response, Session, SessionConfig, ShutdownReport,
-};
+use drainpipe_host::session::{Response, Session, SessionConfig, ShutdownReport};
 use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
-use serde_json::{Value, json};
+use serde_json::json;
 
-/// Runs `future` or panics after `secs` seconds, naming what hung.
-pub async fn within<F: Future>(secs: u64, what: &str, future: F) -> F::Output {
-    match tokio::time::timeout(Duration::from_secs(secs), future).await {
-        Ok(output) => output,
-        Err(_) => panic!("timed out after {secs} s: {what}"),
-    }
-}
-
-/// Polls `condition` every 5 ms for up to `secs` seconds; panics with `what` if it never holds.
-pub async fn wait_until(secs: u64, what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !condition() {
-        if Instant::now() > deadline {
-            panic!("condition never held within {secs} s: {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+/// `within`, `wait_until`, `opts`, `opts_ms`, `tool` and `start_tool`: the
+/// release suite's own, so both suites bound time the same way.
+#[path = "../../../tests/src/bounds.rs"]
+mod bounds;
+pub use bounds::*;
 
 /// The fixture server with `args`.
 pub fn fixture(args: &[&str]) -> tokio::process::Command {
@@ -50,39 +34,6 @@ pub async fn start(args: &[&str], config: SessionConfig) -> Session {
     .await;
     init.expect("initialize answers");
     session
-}
-
-/// Call options with a timeout in seconds.
-pub fn opts(secs: u64) -> CallOptions {
-    CallOptions::timeout(Duration::from_secs(secs))
-}
-
-/// Call options with a timeout in milliseconds.
-pub fn opts_ms(ms: u64) -> CallOptions {
-    CallOptions::timeout(Duration::from_millis(ms))
-}
-
-/// `tools/call` of `name` with `arguments`.
-pub async fn tool(
-    session: &Session,
-    name: &str,
-    arguments: Value,
-    options: CallOptions,
-) -> Result<Response, CallError> {
-    session.call_tool(name, arguments, options).await
-}
-
-/// Starts `tools/call` of `name` without waiting.
-pub async fn start_tool(
-    session: &Session,
-    name: &str,
-    arguments: Value,
-    options: CallOptions,
-) -> PendingCall {
-    session
-        .start_tool(name, arguments, options)
-        .await
-        .expect("request sent")
 }
 
 /// The first text block of a tool result.
