@@ -15,6 +15,15 @@ cd "$(dirname "$0")/.."
 step() { printf '\n==> %s\n' "$*"; }
 started=$SECONDS
 
+# Disk: a cold run writes a few GB (target/, fuzz/target/, nightly, peers).
+# Incremental caches only help rebuilds, which a one-shot run never does.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+disk() {
+    df -h . | awk 'NR == 2 { print "disk: " $4 " free of " $2 }'
+    du -sh target fuzz/target 2>/dev/null | sed 's/^/disk: /' || true
+}
+disk
+
 step "toolchain: wasm targets"
 rustup target add wasm32-unknown-unknown wasm32-wasip2
 
@@ -53,3 +62,4 @@ if [ "${DRAINPIPE_SKIP_FUZZ:-0}" != 1 ]; then
 fi
 
 step "done in $((SECONDS - started))s"
+disk
