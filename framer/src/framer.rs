@@ -6,6 +6,7 @@ use alloc::vec::Vec;
 use crate::config::Config;
 use crate::event::{Envelope, Event, Frame, JsonError, JsonErrorKind};
 use crate::json::Validator;
+use crate::packed::{PackedBatch, PackedError};
 use crate::stats::Stats;
 use crate::utf8::Utf8Stream;
 
@@ -82,6 +83,56 @@ pub struct Framer {
     clean: Option<(usize, usize)>,
     validator: Validator,
     stats: Stats,
+    /// Bytes of the line that were already held when the current push
+    /// began (what [`Framer::push_packed`]'s caller has kept).
+    joined_from: usize,
+}
+
+/// Where the push loop sends events. `line` is the framer's buffer of the
+/// unfinished line at that moment: events of a line that spanned pushes
+/// borrow it, and the packed form refers to it by offset.
+trait Sink {
+    fn event(&mut self, event: Event<'_>, line: &[u8]);
+}
+
+/// The public API's sink: a closure.
+struct Callback<F>(F);
+
+impl<F: FnMut(Event<'_>)> Sink for Callback<F> {
+    fn event(&mut self, event: Event<'_>, _line: &[u8]) {
+        (self.0)(event)
+    }
+}
+
+/// The packed form's sink; keeps the first error and ignores the rest.
+struct Packer<'a> {
+    chunk: &'a [u8],
+    batch: &'a mut PackedBatch,
+    error: Option<PackedError>,
+}
+
+impl<'a> Packer<'a> {
+    fn new(chunk: &'a [u8], batch: &'a mut PackedBatch) -> Self {
+        Packer {
+            chunk,
+            batch,
+            error: None,
+        }
+    }
+
+    fn done(self) -> Result<(), PackedError> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl Sink for Packer<'_> {
+    fn event(&mut self, event: Event<'_>, line: &[u8]) {
+        if self.error.is_none()
+            && let Err(error) = self.batch.push_event(self.chunk, line, event)
+        {
+            self.error = Some(error);
+        }
+    }
 }
 
 /// The `\r` released into a line when something follows it.
@@ -104,6 +155,7 @@ impl Framer {
             clean: None,
             validator: Validator::new(config.max_depth()),
             stats: Stats::default(),
+            joined_from: 0,
         }
     }
 
@@ -142,43 +194,104 @@ impl Framer {
     ///
     /// Frames that lie inside `chunk` borrow it (no copy); a frame that
     /// spanned chunks borrows the framer's buffer, assembled once.
-    pub fn push<F: FnMut(Event<'_>)>(&mut self, chunk: &[u8], mut on_event: F) {
+    pub fn push<F: FnMut(Event<'_>)>(&mut self, chunk: &[u8], on_event: F) {
+        self.push_into(chunk, &mut Callback(on_event));
+    }
+
+    /// Pushes the next chunk and appends its events to `batch` in the
+    /// [packed form](crate::packed), for a caller across a boundary (the
+    /// WebAssembly component) that keeps the unfinished line itself: see
+    /// [`packed`](crate::packed) for what `batch.join` and `batch.keep` ask
+    /// of it. `batch` is cleared first.
+    pub fn push_packed(
+        &mut self,
+        chunk: &[u8],
+        batch: &mut PackedBatch,
+    ) -> Result<(), PackedError> {
+        batch.clear();
+        // A line begun in an earlier push, not being discarded: the caller
+        // holds its bytes, and joins to them the chunk's part of that line
+        // (never more than the limit leaves room for).
+        let continuing = !matches!(self.line, Line::Discarding(_)) && self.line_len > 0;
+        let mut packer = Packer::new(chunk, batch);
+        let first_line = self.push_into(chunk, &mut packer);
+        packer.done()?;
+        if continuing {
+            let room = (self.config.max_frame_bytes() + 1).saturating_sub(self.joined_from);
+            batch.join = first_line.min(room) as u32;
+        }
+        batch.keep = self.unfinished_len() as u32;
+        Ok(())
+    }
+
+    /// [`Framer::finish`] into a packed batch (see [`Framer::push_packed`]).
+    pub fn finish_packed(&mut self, batch: &mut PackedBatch) -> Result<(), PackedError> {
+        batch.clear();
+        let mut packer = Packer::new(&[], batch);
+        self.finish_into(&mut packer);
+        packer.done()
+    }
+
+    /// Bytes of the current line the caller of [`Framer::push_packed`] must
+    /// keep: all of it so far (a held `\r` included), none once it is being
+    /// discarded.
+    fn unfinished_len(&self) -> usize {
+        match self.line {
+            Line::Discarding(_) => 0,
+            _ => self.line_len as usize,
+        }
+    }
+
+    /// The push loop; returns how many bytes of `chunk` the first line took
+    /// (up to its newline, or all of them).
+    fn push_into<S: Sink>(&mut self, chunk: &[u8], sink: &mut S) -> usize {
         self.stats.bytes_in += chunk.len() as u64;
         self.clean = None;
+        self.joined_from = self.unfinished_len();
+        let mut first_line = None;
         let mut at = 0;
         while at < chunk.len() {
             let rest = &chunk[at..];
             match memchr::memchr(b'\n', rest) {
                 Some(newline) => {
-                    self.feed(chunk, at, newline, true, &mut on_event);
+                    first_line.get_or_insert(newline);
+                    self.feed(chunk, at, newline, true, sink);
                     self.pos += newline as u64 + 1;
                     at += newline + 1;
                     self.start_line(self.pos);
                 }
                 None => {
-                    self.feed(chunk, at, rest.len(), false, &mut on_event);
+                    self.feed(chunk, at, rest.len(), false, sink);
                     self.pos += rest.len() as u64;
                     at = chunk.len();
                 }
             }
         }
+        first_line.unwrap_or(chunk.len())
     }
 
     /// Ends the stream. An unfinished line is reported as
     /// [`Event::Truncated`] (or, if it was being discarded, as the
     /// [`Event::Discarded`] that ends it). The framer is then ready for a new
     /// stream; offsets and counters continue.
-    pub fn finish<F: FnMut(Event<'_>)>(&mut self, mut on_event: F) {
+    pub fn finish<F: FnMut(Event<'_>)>(&mut self, on_event: F) {
+        self.finish_into(&mut Callback(on_event));
+    }
+
+    fn finish_into<S: Sink>(&mut self, sink: &mut S) {
         let offset = self.line_start;
         let len = self.line_len;
         match self.line {
             Line::Discarding(why) => {
                 self.count_dropped(why);
-                on_event(Event::Discarded {
-                    offset,
-                    len,
-                    at_eof: true,
-                });
+                sink.event(
+                    Event::Discarded {
+                        offset,
+                        len,
+                        at_eof: true,
+                    },
+                    &self.buf,
+                );
             }
             Line::Undecided if self.content_len == 0 && !self.cr_held => {}
             Line::Undecided => self.stats.blank_lines += 1,
@@ -186,11 +299,14 @@ impl Framer {
                 self.stats.truncated += 1;
                 // Every piece of an unfinished line is in the buffer.
                 let envelope = self.envelope_of(&self.buf);
-                on_event(Event::Truncated {
-                    offset,
-                    len,
-                    envelope,
-                });
+                sink.event(
+                    Event::Truncated {
+                        offset,
+                        len,
+                        envelope,
+                    },
+                    &self.buf,
+                );
             }
         }
         self.start_line(self.pos);
@@ -209,28 +325,21 @@ impl Framer {
 
     /// Takes `chunk[from..from + len]`, the next piece of the current line;
     /// `last` says whether a newline follows it.
-    fn feed<F: FnMut(Event<'_>)>(
-        &mut self,
-        chunk: &[u8],
-        from: usize,
-        len: usize,
-        last: bool,
-        on_event: &mut F,
-    ) {
+    fn feed<S: Sink>(&mut self, chunk: &[u8], from: usize, len: usize, last: bool, sink: &mut S) {
         let mut piece = &chunk[from..from + len];
         self.line_len += len as u64;
         if let Line::Discarding(_) = self.line {
             if last {
-                self.end_discard(on_event);
+                self.end_discard(sink);
             }
             return;
         }
         // A held `\r` followed by more bytes was content after all.
         if self.cr_held && !piece.is_empty() {
             self.cr_held = false;
-            if !self.take(chunk, None, CR, on_event) {
+            if !self.take(chunk, None, CR, sink) {
                 if last {
-                    self.end_discard(on_event);
+                    self.end_discard(sink);
                 }
                 return;
             }
@@ -248,14 +357,14 @@ impl Framer {
         } else {
             None
         };
-        if !self.take(chunk, Some(from), piece, on_event) {
+        if !self.take(chunk, Some(from), piece, sink) {
             if last {
-                self.end_discard(on_event);
+                self.end_discard(sink);
             }
             return;
         }
         if last {
-            self.end_line(piece, in_chunk_from, on_event);
+            self.end_line(piece, in_chunk_from, sink);
         } else if !piece.is_empty() {
             self.buf.extend_from_slice(piece);
             self.note_buffered();
@@ -273,12 +382,12 @@ impl Framer {
     /// `at` is where it starts in `chunk` (`None` for a released `\r`).
     /// Returns `false` if the line was rejected (the caller stops and
     /// discards). Does not buffer.
-    fn take<F: FnMut(Event<'_>)>(
+    fn take<S: Sink>(
         &mut self,
         chunk: &[u8],
         at: Option<usize>,
         piece: &[u8],
-        on_event: &mut F,
+        sink: &mut S,
     ) -> bool {
         // The line began with this piece: its bytes so far are all in `piece`.
         let fresh = self.buf.is_empty() && self.content_len == 0;
@@ -322,20 +431,26 @@ impl Framer {
         let why = match rejected {
             Some(error) => {
                 self.stats.malformed += 1;
-                on_event(Event::Malformed {
-                    offset,
-                    error,
-                    envelope,
-                });
+                sink.event(
+                    Event::Malformed {
+                        offset,
+                        error,
+                        envelope,
+                    },
+                    &self.buf,
+                );
                 Rejection::Malformed
             }
             None => {
                 self.stats.oversize += 1;
-                on_event(Event::Oversize {
-                    offset,
-                    looks_like_json: self.line == Line::Json,
-                    envelope,
-                });
+                sink.event(
+                    Event::Oversize {
+                        offset,
+                        looks_like_json: self.line == Line::Json,
+                        envelope,
+                    },
+                    &self.buf,
+                );
                 Rejection::Oversize
             }
         };
@@ -419,15 +534,18 @@ impl Framer {
         self.cr_held = false;
     }
 
-    fn end_discard<F: FnMut(Event<'_>)>(&mut self, on_event: &mut F) {
+    fn end_discard<S: Sink>(&mut self, sink: &mut S) {
         if let Line::Discarding(why) = self.line {
             self.count_dropped(why);
         }
-        on_event(Event::Discarded {
-            offset: self.line_start,
-            len: self.line_len,
-            at_eof: false,
-        });
+        sink.event(
+            Event::Discarded {
+                offset: self.line_start,
+                len: self.line_len,
+                at_eof: false,
+            },
+            &self.buf,
+        );
     }
 
     fn count_dropped(&mut self, why: Rejection) {
@@ -438,12 +556,7 @@ impl Framer {
     }
 
     /// The newline came: hand out the line as whatever it turned out to be.
-    fn end_line<F: FnMut(Event<'_>)>(
-        &mut self,
-        last_piece: &[u8],
-        in_chunk_from: Option<usize>,
-        on_event: &mut F,
-    ) {
+    fn end_line<S: Sink>(&mut self, last_piece: &[u8], in_chunk_from: Option<usize>, sink: &mut S) {
         let offset = self.line_start;
         if self.line == Line::Undecided {
             self.stats.blank_lines += 1;
@@ -471,21 +584,27 @@ impl Framer {
         let envelope = self.envelope_of(bytes);
         if let Err(error) = complete {
             self.stats.malformed += 1;
-            on_event(Event::Malformed {
-                offset,
-                error,
-                envelope,
-            });
+            sink.event(
+                Event::Malformed {
+                    offset,
+                    error,
+                    envelope,
+                },
+                &self.buf,
+            );
             self.line = Line::Discarding(Rejection::Malformed);
-            self.end_discard(on_event);
+            self.end_discard(sink);
             return;
         }
         if self.line == Line::Text {
             self.stats.not_protocol += 1;
-            on_event(Event::NotProtocol {
-                offset,
-                line: bytes,
-            });
+            sink.event(
+                Event::NotProtocol {
+                    offset,
+                    line: bytes,
+                },
+                &self.buf,
+            );
             return;
         }
         self.stats.frames += 1;
@@ -493,11 +612,14 @@ impl Framer {
         if len > self.stats.largest_frame {
             self.stats.largest_frame = len;
         }
-        on_event(Event::Frame(Frame {
-            bytes,
-            offset,
-            chunk_start: in_chunk_from,
-            envelope,
-        }));
+        sink.event(
+            Event::Frame(Frame {
+                bytes,
+                offset,
+                chunk_start: in_chunk_from,
+                envelope,
+            }),
+            &self.buf,
+        );
     }
 }

@@ -7,11 +7,25 @@
 //! small messages that conversion cost more than finding the messages. So
 //! each event becomes [`EVENT_WORDS`] words, and every byte range an event
 //! refers to is a `(start, len)` pair in one *byte space*: the chunk that was
-//! pushed, followed by a `carried` buffer that holds whatever did not lie
-//! inside the chunk (messages assembled across pushes, envelope fields of
-//! those). Bytes inside the chunk are never copied.
+//! pushed, followed by the *held line*. No message bytes cross the boundary
+//! back: the caller already has them.
 //!
-//! [`PackedBatch::push_event`] encodes, [`decode`] turns the words back into
+//! # The held line: the caller assembles
+//!
+//! A message that spans pushes is assembled by the caller, not copied back
+//! out of the framer. The caller keeps the bytes of the line that is not
+//! finished yet (at most the transport limit plus one `\r`), following two
+//! numbers in each batch:
+//!
+//! - before reading the events, it appends the first [`PackedBatch::join`]
+//!   bytes of the chunk to its held line (the rest of a line begun in an
+//!   earlier push); spans past the end of the chunk point into that line;
+//! - after the events, it keeps only the last [`PackedBatch::keep`] bytes of
+//!   its held line followed by the rest of the chunk (the line left
+//!   unfinished, from its first byte; none when it is being discarded).
+//!
+//! [`HeldLine::receive`] does both, checked. [`Framer::push_packed`](crate::Framer::push_packed) and
+//! [`Framer::finish_packed`](crate::Framer::finish_packed) encode; [`decode`] turns the words back into
 //! the same borrowed [`Event`]s the [`Framer`](crate::Framer) gave, checking
 //! every word: a batch from an untrusted producer (a guest that has a bug)
 //! gives a [`PackedError`], never a panic or an out-of-range slice.
@@ -30,23 +44,22 @@
 //! Unused words are zero.
 //!
 //! ```
-//! use drainpipe_framer::packed::{PackedBatch, decode};
+//! use drainpipe_framer::packed::{HeldLine, PackedBatch};
 //! use drainpipe_framer::{Config, Event, Framer};
 //!
 //! let mut framer = Framer::new(Config::default());
 //! let mut batch = PackedBatch::default();
+//! let mut held = HeldLine::default();
 //! for chunk in [&b"{\"id\":1,\"res"[..], b"ult\":2}\nhello\n"] {
-//!     batch.clear();
-//!     framer.push(chunk, |event| batch.push_event(chunk, event).unwrap());
-//!     for event in decode(&batch.words, chunk, &batch.carried) {
-//!         match event.unwrap() {
-//!             // Assembled across the two pushes: its bytes are carried.
-//!             Event::Frame(frame) => assert_eq!(frame.bytes, b"{\"id\":1,\"result\":2}"),
-//!             // Inside the second chunk: a span of it, not a copy.
-//!             Event::NotProtocol { line, .. } => assert_eq!(line, b"hello"),
-//!             other => panic!("{other:?}"),
-//!         }
-//!     }
+//!     framer.push_packed(chunk, &mut batch).unwrap();
+//!     held.receive(chunk, &batch.words, batch.join, batch.keep, |event| match event {
+//!         // Assembled across the two pushes, in the held line.
+//!         Event::Frame(frame) => assert_eq!(frame.bytes, b"{\"id\":1,\"result\":2}"),
+//!         // Inside the second chunk: a span of it, not a copy.
+//!         Event::NotProtocol { line, .. } => assert_eq!(line, b"hello"),
+//!         other => panic!("{other:?}"),
+//!     })
+//!     .unwrap();
 //! }
 //! ```
 
@@ -111,14 +124,22 @@ pub enum PackedError {
         tag: u32,
     },
     /// The event at `index` refers to bytes outside the chunk and the
-    /// carried bytes, or across the boundary between them.
+    /// held line, or across the boundary between them.
     Span {
         /// Index of the event in the batch.
         index: usize,
     },
-    /// The chunk and the carried bytes together passed 4 GiB, which spans of
+    /// The chunk and the held line together passed 4 GiB, which spans of
     /// `u32` cannot address (a wasm32 guest never gets there).
     TooLarge,
+    /// `join` or `keep` asks for more bytes than the chunk and the held
+    /// line have.
+    Held {
+        /// The batch's `join`.
+        join: u32,
+        /// The batch's `keep`.
+        keep: u32,
+    },
 }
 
 impl fmt::Display for PackedError {
@@ -134,7 +155,11 @@ impl fmt::Display for PackedError {
             PackedError::Span { index } => {
                 write!(f, "event {index} refers to bytes out of range")
             }
-            PackedError::TooLarge => f.write_str("chunk and carried bytes passed 4 GiB"),
+            PackedError::TooLarge => f.write_str("chunk and held line passed 4 GiB"),
+            PackedError::Held { join, keep } => write!(
+                f,
+                "join {join} or keep {keep} is more than the chunk and the held line have"
+            ),
         }
     }
 }
@@ -147,15 +172,20 @@ impl std::error::Error for PackedError {}
 pub struct PackedBatch {
     /// [`EVENT_WORDS`] words per event, in stream order.
     pub words: Vec<u32>,
-    /// Bytes that spans past the end of the chunk point into.
-    pub carried: Vec<u8>,
+    /// Leading bytes of the chunk to append to the held line before reading
+    /// the events.
+    pub join: u32,
+    /// Bytes to keep afterwards: the last `keep` of the held line followed
+    /// by the rest of the chunk.
+    pub keep: u32,
 }
 
 impl PackedBatch {
-    /// Empties the batch, keeping its allocations.
+    /// Empties the batch, keeping its allocation.
     pub fn clear(&mut self) {
         self.words.clear();
-        self.carried.clear();
+        self.join = 0;
+        self.keep = 0;
     }
 
     /// Number of events in the batch.
@@ -168,10 +198,16 @@ impl PackedBatch {
         self.words.is_empty()
     }
 
-    /// Appends `event`, produced by the push of `chunk` (pass `&[]` for the
-    /// events of `finish`). Bytes inside `chunk` are referenced; any other
-    /// bytes are copied to `carried` once.
-    pub fn push_event(&mut self, chunk: &[u8], event: Event<'_>) -> Result<(), PackedError> {
+    /// Appends `event`, produced by the push of `chunk` (`&[]` for the
+    /// events of `finish`) while the framer's line buffer was `line`. Every
+    /// byte range lies in one or the other; the line buffer holds the line
+    /// from its first byte, as the caller's held line does.
+    pub(crate) fn push_event(
+        &mut self,
+        chunk: &[u8],
+        line: &[u8],
+        event: Event<'_>,
+    ) -> Result<(), PackedError> {
         let mut record = [0u32; EVENT_WORDS];
         let (kind, offset) = match event {
             Event::Frame(Frame {
@@ -180,8 +216,8 @@ impl PackedBatch {
                 envelope,
                 ..
             }) => {
-                self.span(chunk, bytes, &mut record[3..5])?;
-                record[0] |= self.envelope(chunk, &envelope, &mut record)?;
+                self.span(chunk, line, bytes, &mut record[3..5])?;
+                record[0] |= self.envelope(chunk, line, &envelope, &mut record)?;
                 (KIND_FRAME, offset)
             }
             Event::Oversize {
@@ -189,7 +225,7 @@ impl PackedBatch {
                 looks_like_json,
                 envelope,
             } => {
-                record[0] |= self.envelope(chunk, &envelope, &mut record)?;
+                record[0] |= self.envelope(chunk, line, &envelope, &mut record)?;
                 if looks_like_json {
                     record[0] |= LOOKS_LIKE_JSON;
                 }
@@ -202,7 +238,7 @@ impl PackedBatch {
             } => {
                 record[0] |= error_code(error.kind) << ERROR_SHIFT;
                 split(error.at, &mut record[3..5]);
-                record[0] |= self.envelope(chunk, &envelope, &mut record)?;
+                record[0] |= self.envelope(chunk, line, &envelope, &mut record)?;
                 (KIND_MALFORMED, offset)
             }
             Event::Discarded {
@@ -217,7 +253,7 @@ impl PackedBatch {
                 (KIND_DISCARDED, offset)
             }
             Event::NotProtocol { offset, line } => {
-                self.span(chunk, line, &mut record[3..5])?;
+                self.span(chunk, line, line, &mut record[3..5])?;
                 (KIND_NOT_PROTOCOL, offset)
             }
             Event::Truncated {
@@ -226,7 +262,7 @@ impl PackedBatch {
                 envelope,
             } => {
                 split(len, &mut record[3..5]);
-                record[0] |= self.envelope(chunk, &envelope, &mut record)?;
+                record[0] |= self.envelope(chunk, line, &envelope, &mut record)?;
                 (KIND_TRUNCATED, offset)
             }
         };
@@ -240,30 +276,31 @@ impl PackedBatch {
     fn envelope(
         &mut self,
         chunk: &[u8],
+        line: &[u8],
         envelope: &Envelope<'_>,
         record: &mut [u32; EVENT_WORDS],
     ) -> Result<u32, PackedError> {
         let mut tag = 0;
         if let Some(jsonrpc) = envelope.jsonrpc {
             tag |= HAS_JSONRPC;
-            self.span(chunk, jsonrpc, &mut record[5..7])?;
+            self.span(chunk, line, jsonrpc, &mut record[5..7])?;
         }
         let id = match envelope.id {
             None => ID_NONE,
             Some(Id::Null) => ID_NULL,
             Some(Id::Number(bytes)) => {
-                self.span(chunk, bytes, &mut record[7..9])?;
+                self.span(chunk, line, bytes, &mut record[7..9])?;
                 ID_NUMBER
             }
             Some(Id::String(bytes)) => {
-                self.span(chunk, bytes, &mut record[7..9])?;
+                self.span(chunk, line, bytes, &mut record[7..9])?;
                 ID_STRING
             }
         };
         tag |= id << ID_SHIFT;
         if let Some(method) = envelope.method {
             tag |= HAS_METHOD;
-            self.span(chunk, method, &mut record[9..11])?;
+            self.span(chunk, line, method, &mut record[9..11])?;
         }
         if envelope.has_result {
             tag |= HAS_RESULT;
@@ -274,20 +311,28 @@ impl PackedBatch {
         Ok(tag)
     }
 
-    /// Writes where `bytes` are in the byte space: a span of `chunk` when
-    /// they lie inside it (told by address, so the framer need not say),
-    /// else a span of `carried` after copying them there.
-    fn span(&mut self, chunk: &[u8], bytes: &[u8], out: &mut [u32]) -> Result<(), PackedError> {
-        let chunk_at = chunk.as_ptr() as usize;
-        let at = bytes.as_ptr() as usize;
-        let start =
-            if !bytes.is_empty() && at >= chunk_at && at + bytes.len() <= chunk_at + chunk.len() {
-                at - chunk_at
-            } else {
-                let start = chunk.len() + self.carried.len();
-                self.carried.extend_from_slice(bytes);
-                start
-            };
+    /// Writes where `bytes` are in the byte space: a span of `chunk` or of
+    /// the line, told by address (so the framer need not say). Empty bytes
+    /// are `(0, 0)`.
+    fn span(
+        &mut self,
+        chunk: &[u8],
+        line: &[u8],
+        bytes: &[u8],
+        out: &mut [u32],
+    ) -> Result<(), PackedError> {
+        if bytes.is_empty() {
+            out[0] = 0;
+            out[1] = 0;
+            return Ok(());
+        }
+        let start = if let Some(at) = offset_in(chunk, bytes) {
+            at
+        } else if let Some(at) = offset_in(line, bytes) {
+            chunk.len() + at
+        } else {
+            return Err(PackedError::Span { index: self.len() });
+        };
         let end = start
             .checked_add(bytes.len())
             .ok_or(PackedError::TooLarge)?;
@@ -297,6 +342,81 @@ impl PackedBatch {
         out[0] = start as u32;
         out[1] = bytes.len() as u32;
         Ok(())
+    }
+}
+
+/// Where `inner` starts in `outer`, if it lies inside it.
+fn offset_in(outer: &[u8], inner: &[u8]) -> Option<usize> {
+    let from = inner.as_ptr() as usize;
+    let base = outer.as_ptr() as usize;
+    let at = from.checked_sub(base)?;
+    (at + inner.len() <= outer.len()).then_some(at)
+}
+
+/// The caller's side of a packed framer: the bytes of the line that is not
+/// finished yet (see [the module docs](self)). Never longer than the
+/// framer's limit plus one byte.
+#[derive(Clone, Debug, Default)]
+pub struct HeldLine {
+    bytes: Vec<u8>,
+}
+
+impl HeldLine {
+    /// Reads one batch, the result of pushing `chunk` (`&[]` for a finish):
+    /// joins, calls `on_event` for each event in stream order, then keeps
+    /// what the batch says. A batch that does not decode, or asks for bytes
+    /// that are not there, is an error; the held line is then emptied (the
+    /// framer that wrote it is not to be trusted further).
+    pub fn receive<F: FnMut(Event<'_>)>(
+        &mut self,
+        chunk: &[u8],
+        words: &[u32],
+        join: u32,
+        keep: u32,
+        mut on_event: F,
+    ) -> Result<(), PackedError> {
+        let result = self.apply(chunk, words, join, keep, &mut on_event);
+        if result.is_err() {
+            self.bytes.clear();
+        }
+        result
+    }
+
+    fn apply(
+        &mut self,
+        chunk: &[u8],
+        words: &[u32],
+        join: u32,
+        keep: u32,
+        on_event: &mut dyn FnMut(Event<'_>),
+    ) -> Result<(), PackedError> {
+        let bad = PackedError::Held { join, keep };
+        let (head, rest) = chunk.split_at_checked(join as usize).ok_or(bad)?;
+        self.bytes.extend_from_slice(head);
+        for event in decode(words, chunk, &self.bytes) {
+            on_event(event?);
+        }
+        let keep = keep as usize;
+        if keep <= rest.len() {
+            self.bytes.clear();
+            self.bytes.extend_from_slice(&rest[rest.len() - keep..]);
+        } else {
+            let from_held = keep - rest.len();
+            let drop = self.bytes.len().checked_sub(from_held).ok_or(bad)?;
+            self.bytes.drain(..drop);
+            self.bytes.extend_from_slice(rest);
+        }
+        Ok(())
+    }
+
+    /// The held bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Forgets the held line (after the framer was reset).
+    pub fn clear(&mut self) {
+        self.bytes.clear();
     }
 }
 
@@ -326,16 +446,17 @@ fn join(words: &[u32]) -> u64 {
 }
 
 /// The events packed in `words`, borrowing `chunk` (the chunk that was
-/// pushed; `&[]` for a finish) and `carried`. Yields one item per event; a
-/// malformed batch yields one error (at its first bad event, or first of all
-/// if the words are not whole events) and then ends.
-pub fn decode<'a>(words: &'a [u32], chunk: &'a [u8], carried: &'a [u8]) -> Decode<'a> {
+/// pushed; `&[]` for a finish) and `line` (the held line, joined: see
+/// [`HeldLine`], which calls this). Yields one item per event; a malformed
+/// batch yields one error (at its first bad event, or first of all if the
+/// words are not whole events) and then ends.
+pub fn decode<'a>(words: &'a [u32], chunk: &'a [u8], line: &'a [u8]) -> Decode<'a> {
     Decode {
         records: words.chunks_exact(EVENT_WORDS),
         length_error: !words.len().is_multiple_of(EVENT_WORDS),
         words: words.len(),
         chunk,
-        carried,
+        line,
         index: 0,
         failed: false,
     }
@@ -348,7 +469,7 @@ pub struct Decode<'a> {
     length_error: bool,
     words: usize,
     chunk: &'a [u8],
-    carried: &'a [u8],
+    line: &'a [u8],
     index: usize,
     failed: bool,
 }
@@ -362,7 +483,7 @@ impl<'a> Decode<'a> {
             Ok(&self.chunk[start..end])
         } else if start >= self.chunk.len() {
             let from = start - self.chunk.len();
-            self.carried.get(from..from + len).ok_or(bad)
+            self.line.get(from..from + len).ok_or(bad)
         } else {
             Err(bad)
         }

@@ -3,15 +3,16 @@
 //! `testing::run_split` (the table, the properties, the corpus replay)
 //! already checks that each push's events survive it unchanged; these pin
 //! what that cannot: bytes inside the chunk are referenced rather than
-//! copied, and a batch from a broken producer is an error, never a panic.
+//! copied, the caller's held line is all that crosses pushes, and a batch
+//! from a broken producer is an error, never a panic.
 
-use drainpipe_framer::packed::{EVENT_WORDS, PackedBatch, PackedError, decode};
+use drainpipe_framer::packed::{EVENT_WORDS, HeldLine, PackedBatch, PackedError, decode};
 use drainpipe_framer::testing::workload;
 use drainpipe_framer::{Config, Event, Framer};
 
 fn pack(framer: &mut Framer, chunk: &[u8]) -> PackedBatch {
     let mut batch = PackedBatch::default();
-    framer.push(chunk, |event| batch.push_event(chunk, event).unwrap());
+    framer.push_packed(chunk, &mut batch).unwrap();
     batch
 }
 
@@ -21,12 +22,8 @@ fn messages_inside_the_chunk_are_referenced_not_copied() {
     let mut framer = Framer::new(Config::default());
     let batch = pack(&mut framer, &stream);
     assert_eq!(batch.len(), 2_000);
-    assert!(
-        batch.carried.is_empty(),
-        "{} bytes were copied",
-        batch.carried.len()
-    );
-    for event in decode(&batch.words, &stream, &batch.carried) {
+    assert_eq!((batch.join, batch.keep), (0, 0));
+    for event in decode(&batch.words, &stream, &[]) {
         let Event::Frame(frame) = event.unwrap() else {
             panic!("the small workload is all frames")
         };
@@ -39,26 +36,55 @@ fn messages_inside_the_chunk_are_referenced_not_copied() {
 }
 
 #[test]
-fn a_message_assembled_across_pushes_is_carried_once() {
+fn a_message_across_pushes_is_assembled_by_the_caller() {
     let message = b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"m\"}";
     let mut framer = Framer::new(Config::default());
-    let first = pack(&mut framer, &message[..10]);
-    assert!(first.is_empty());
-    let mut tail = message[10..].to_vec();
-    tail.push(b'\n');
-    let batch = pack(&mut framer, &tail);
-    assert_eq!(batch.len(), 1);
-    // The frame once, then its envelope fields (a few bytes each).
-    assert!(batch.carried.starts_with(message));
-    let events: Vec<_> = decode(&batch.words, &tail, &batch.carried)
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let Event::Frame(frame) = events[0] else {
-        panic!("{events:?}")
+    let mut held = HeldLine::default();
+    let mut frames = Vec::new();
+    let mut receive = |held: &mut HeldLine, chunk: &[u8], batch: &PackedBatch| {
+        held.receive(chunk, &batch.words, batch.join, batch.keep, |event| {
+            let Event::Frame(frame) = event else {
+                panic!("{event:?}")
+            };
+            assert_eq!(frame.chunk_start, None);
+            assert_eq!(frame.envelope.method, Some(&b"m"[..]));
+            frames.push(frame.bytes.to_vec());
+        })
+        .unwrap()
     };
-    assert_eq!(frame.bytes, message);
-    assert_eq!(frame.chunk_start, None);
-    assert_eq!(frame.envelope.method, Some(&b"m"[..]));
+    // The first pushes end inside the message: no events, and the caller
+    // keeps every byte so far (a `\r` at the end included).
+    let first = pack(&mut framer, &message[..10]);
+    assert_eq!((first.len(), first.join, first.keep), (0, 0, 10));
+    receive(&mut held, &message[..10], &first);
+    let second = pack(&mut framer, &message[10..20]);
+    assert_eq!((second.len(), second.join, second.keep), (0, 10, 20));
+    receive(&mut held, &message[10..20], &second);
+    assert_eq!(held.as_bytes(), &message[..20]);
+    // The last push ends it and starts another line: the frame is read from
+    // the held line; then only the new line's bytes are kept.
+    let mut tail = message[20..].to_vec();
+    tail.extend_from_slice(b"\r\n{\"id\"");
+    let batch = pack(&mut framer, &tail);
+    assert_eq!((batch.len(), batch.keep), (1, 5));
+    assert_eq!(
+        batch.join as usize,
+        message.len() - 20 + 1,
+        "up to the newline"
+    );
+    receive(&mut held, &tail, &batch);
+    assert_eq!(frames, [message.to_vec()]);
+    assert_eq!(held.as_bytes(), b"{\"id\"");
+}
+
+#[test]
+fn held_numbers_out_of_range_are_errors() {
+    let mut held = HeldLine::default();
+    let err = held.receive(b"abc", &[], 4, 0, |_| ()).unwrap_err();
+    assert_eq!(err, PackedError::Held { join: 4, keep: 0 });
+    let err = held.receive(b"abc", &[], 0, 4, |_| ()).unwrap_err();
+    assert_eq!(err, PackedError::Held { join: 0, keep: 4 });
+    assert!(held.as_bytes().is_empty());
 }
 
 #[test]
@@ -66,8 +92,8 @@ fn broken_batches_are_errors() {
     let chunk = b"{\"id\":1}\n";
     let mut framer = Framer::new(Config::default());
     let batch = pack(&mut framer, chunk);
-    let first = |words: &[u32], carried: &[u8]| {
-        decode(words, chunk, carried)
+    let first = |words: &[u32], line: &[u8]| {
+        decode(words, chunk, line)
             .next()
             .map(|event| event.map(|_| ()))
     };
@@ -92,7 +118,7 @@ fn broken_batches_are_errors() {
             Some(Err(PackedError::Tag { index: 0, tag }))
         );
     }
-    // Bytes past the end, and bytes across the chunk's end into carried.
+    // Bytes past the end, and bytes across the chunk's end into the line.
     words = batch.words.clone();
     for (start, len) in [(0, 100), (5, 6), (u32::MAX, 2)] {
         words[3] = start;
@@ -111,10 +137,10 @@ fn broken_batches_are_errors() {
 fn decoding_any_words_never_panics() {
     bolero::check!()
         .with_type::<(Vec<u32>, Vec<u8>, Vec<u8>)>()
-        .for_each(|(words, chunk, carried)| {
-            for event in decode(words, chunk, carried) {
+        .for_each(|(words, chunk, line)| {
+            for event in decode(words, chunk, line) {
                 if let Ok(Event::Frame(frame)) = event {
-                    assert!(frame.bytes.len() <= chunk.len() + carried.len());
+                    assert!(frame.bytes.len() <= chunk.len() + line.len());
                 }
             }
         });

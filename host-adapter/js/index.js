@@ -64,19 +64,21 @@ const ERROR_KINDS = [undefined, 'invalid-utf8', 'control-in-string', 'invalid-es
 const ID_TAGS = [undefined, 'number', 'string', 'null'];
 
 /**
- * Turns a packed batch (`push-packed`) into the same plain events as
- * `resolveBatch`, checking every word. Byte fields are views of `chunk` or
- * of the batch's carried bytes: no copies.
+ * Turns a packed batch's words (`push-packed`) into the same plain events as
+ * `resolveBatch`, checking every word. Byte fields are views of `chunk` or of
+ * `line`, the held line after its join (see `HeldLine`, which calls this):
+ * no copies.
  */
-export function decodePacked({ words, carried }, chunk) {
+export function decodePacked({ words }, chunk, line = new Uint8Array(0)) {
   if (words.length % EVENT_WORDS !== 0) {
     throw new RangeError(`framer component returned ${words.length} words, not whole events`);
   }
   const span = (start, len) => {
+    if (len === 0) return chunk.subarray(0, 0);
     if (start + len <= chunk.length) return chunk.subarray(start, start + len);
     const from = start - chunk.length;
-    if (from < 0 || from + len > carried.length) throw new RangeError('framer component returned a span out of range');
-    return carried.subarray(from, from + len);
+    if (from < 0 || from + len > line.length) throw new RangeError('framer component returned a span out of range');
+    return line.subarray(from, from + len);
   };
   const events = new Array(words.length / EVENT_WORDS);
   for (let i = 0, k = 0; i < words.length; i += EVENT_WORDS, k++) {
@@ -121,9 +123,68 @@ export function decodePacked({ words, carried }, chunk) {
   return events;
 }
 
+/**
+ * The host's side of `push-packed`: the bytes of the line that is not
+ * finished yet, which the component does not copy back out (see `record
+ * packed-batch` in the WIT). A message that spanned pushes is a view of it.
+ */
+export class HeldLine {
+  #buf = new Uint8Array(0);
+  #len = 0;
+
+  /**
+   * Joins, decodes and keeps, as the batch says; returns the events. Their
+   * views stay valid until the next `receive`: a line begun in this chunk
+   * goes to a new buffer rather than over the old one.
+   */
+  receive({ words, join, keep }, chunk) {
+    if (join > chunk.length) throw new RangeError(`framer component asked to join ${join} of ${chunk.length} bytes`);
+    this.#append(chunk.subarray(0, join));
+    const events = decodePacked({ words }, chunk, this.#buf.subarray(0, this.#len));
+    const rest = chunk.subarray(join);
+    if (keep <= rest.length) {
+      this.#buf = rest.slice(rest.length - keep);
+      this.#len = keep;
+    } else {
+      const fromHeld = keep - rest.length;
+      if (fromHeld > this.#len) throw new RangeError(`framer component asked to keep ${keep} bytes, ${this.#len + rest.length} are held`);
+      if (fromHeld < this.#len) {
+        this.#buf = this.#buf.slice(this.#len - fromHeld, this.#len);
+        this.#len = fromHeld;
+      }
+      this.#append(rest);
+    }
+    return events;
+  }
+
+  #append(bytes) {
+    if (bytes.length === 0) return;
+    const need = this.#len + bytes.length;
+    if (need > this.#buf.length) {
+      const grown = new Uint8Array(Math.max(need, this.#buf.length * 2, 256));
+      grown.set(this.#buf.subarray(0, this.#len));
+      this.#buf = grown;
+    }
+    this.#buf.set(bytes, this.#len);
+    this.#len = need;
+  }
+
+  /** Bytes held. */
+  get length() {
+    return this.#len;
+  }
+
+  /** Forgets the line (after a reset). */
+  clear() {
+    this.#buf = new Uint8Array(0);
+    this.#len = 0;
+  }
+}
+
 /** An incremental framer for one stream (see `resource framer` in the WIT). */
 export class Framer {
   #inner;
+  #held = new HeldLine();
 
   /** @param {Partial<typeof DEFAULT_LIMITS>} limits */
   constructor(limits = {}) {
@@ -132,15 +193,18 @@ export class Framer {
 
   /**
    * Pushes the next chunk (a Uint8Array); returns the events it completed.
-   * Crosses out of the component packed (`push-packed`), the fast path.
+   * Crosses out of the component packed (`push-packed`), the fast path; a
+   * message that spanned pushes is assembled here (`HeldLine`), not copied
+   * out of the component. Use `push`/`finish` or `pushTyped`/`finishTyped`
+   * for a whole stream, not both.
    */
   push(chunk) {
-    return decodePacked(this.#inner.pushPacked(chunk), chunk);
+    return this.#held.receive(this.#inner.pushPacked(chunk), chunk);
   }
 
   /** Ends the stream; returns the final events. */
   finish() {
-    return decodePacked(this.#inner.finishPacked(), new Uint8Array(0));
+    return this.#held.receive(this.#inner.finishPacked(), new Uint8Array(0));
   }
 
   /** `push` through the typed WIT batch (`push`): same events, slower. */
@@ -153,7 +217,7 @@ export class Framer {
     return resolveBatch(this.#inner.finish(), new Uint8Array(0));
   }
 
-  /** The raw packed batch: words and carried bytes, undecoded. */
+  /** The raw packed batch (words, join, keep), undecoded: the caller keeps its own `HeldLine`. */
   pushPacked(chunk) {
     return this.#inner.pushPacked(chunk);
   }
@@ -175,6 +239,7 @@ export class Framer {
 
   /** Forgets the stream; counters and offsets restart at zero. */
   reset() {
+    this.#held.clear();
     this.#inner.reset();
   }
 }

@@ -263,6 +263,7 @@ impl Sandbox {
             limits,
             deadline_ticks,
             failure: None,
+            held: packed::HeldLine::default(),
         };
         let bindings = self
             .pre
@@ -384,6 +385,9 @@ pub struct ComponentFramer {
     limits: GuestLimits,
     deadline_ticks: u64,
     failure: Option<String>,
+    /// The unfinished line, kept here for `push_events` (the guest's packed
+    /// batches say what to keep; at most `max_frame_bytes` + 1).
+    held: packed::HeldLine,
 }
 
 impl std::fmt::Debug for ComponentFramer {
@@ -408,28 +412,32 @@ impl ComponentFramer {
 
     /// Pushes `chunk` and calls `on_event` with each event, exactly as
     /// [`Framer::push`](drainpipe_framer::Framer::push) does natively:
-    /// frames inside `chunk` borrow it, others borrow the batch's carried
-    /// bytes. The fast path: the guest packs its events (`push-packed`) and
-    /// this decodes them, checking every span. A batch that does not decode
-    /// is a guest bug and ends the session like a trap (events before the
-    /// bad one have been delivered).
+    /// frames inside `chunk` borrow it, a frame that spanned pushes borrows
+    /// the line this host kept ([`packed::HeldLine`]), so no message bytes
+    /// are copied out of the guest. The fast path: the guest packs its
+    /// events (`push-packed`) and this decodes them, checking every span. A
+    /// batch that does not decode is a guest bug and ends the session like a
+    /// trap (events before the bad one have been delivered). Use this family
+    /// (`push_events`, `finish_events`) for a whole stream: a push through
+    /// another leaves the held line behind.
     pub fn push_events<F: FnMut(Event<'_>)>(
         &mut self,
         chunk: &[u8],
         on_event: F,
     ) -> Result<(), BackendError> {
         let batch = self.push_packed(chunk)?;
-        self.deliver(&batch, chunk, on_event)
+        self.deliver(batch, chunk, on_event)
     }
 
     /// Ends the stream, like [`Framer::finish`](drainpipe_framer::Framer::finish).
     pub fn finish_events<F: FnMut(Event<'_>)>(&mut self, on_event: F) -> Result<(), BackendError> {
         let batch = self.finish_packed()?;
-        self.deliver(&batch, &[], on_event)
+        self.deliver(batch, &[], on_event)
     }
 
-    /// The guest's packed batch for `chunk`, undecoded (see
-    /// [`packed::decode`]).
+    /// The guest's packed batch for `chunk`, undecoded: the caller keeps
+    /// the held line ([`packed::HeldLine`]) and does not mix this with
+    /// [`ComponentFramer::push_events`] on one stream.
     pub fn push_packed(&mut self, chunk: &[u8]) -> Result<wit::PackedBatch, BackendError> {
         self.call(|bindings, store, framer| {
             bindings
@@ -451,20 +459,17 @@ impl ComponentFramer {
 
     fn deliver<F: FnMut(Event<'_>)>(
         &mut self,
-        batch: &wit::PackedBatch,
+        batch: wit::PackedBatch,
         chunk: &[u8],
-        mut on_event: F,
+        on_event: F,
     ) -> Result<(), BackendError> {
-        for event in packed::decode(&batch.words, chunk, &batch.carried) {
-            match event {
-                Ok(event) => on_event(event),
-                Err(e) => {
-                    let message =
-                        format!("framer component returned a broken batch: {e}; session ended");
-                    self.failure = Some(message.clone());
-                    return Err(BackendError::Guest(message));
-                }
-            }
+        let received = self
+            .held
+            .receive(chunk, &batch.words, batch.join, batch.keep, on_event);
+        if let Err(e) = received {
+            let message = format!("framer component returned a broken batch: {e}; session ended");
+            self.failure = Some(message.clone());
+            return Err(BackendError::Guest(message));
         }
         Ok(())
     }
@@ -495,6 +500,7 @@ impl ComponentFramer {
 
     /// Forgets the stream (see `reset` in the WIT).
     pub fn reset(&mut self) -> Result<(), BackendError> {
+        self.held.clear();
         self.call(|bindings, store, framer| {
             bindings
                 .drainpipe_framer_framing()

@@ -88,8 +88,9 @@ pub const BUFFER_SLACK_BYTES: usize = 0;
 
 /// Runs `stream` through a fresh framer, pushed in the given chunk lengths
 /// (cycled; a zero length pushes an empty chunk), then finishes it if `eof`.
-/// Panics if the memory bound is ever broken, or if any push's events do not
-/// survive the [packed form](crate::packed) unchanged.
+/// Panics if the memory bound is ever broken, or if a second framer fed the
+/// same chunks through the [packed form](crate::packed) (with the caller's
+/// [`HeldLine`](crate::packed::HeldLine)) gives other events or counters.
 pub fn run_split(
     config: Config,
     stream: &[u8],
@@ -98,7 +99,7 @@ pub fn run_split(
 ) -> (Vec<OwnedEvent>, Stats) {
     let mut framer = Framer::new(config);
     let mut events = Vec::new();
-    let mut packing = PackedCheck::default();
+    let mut packing = PackedCheck::new(config);
     let mut rest = stream;
     let mut step = 0;
     while !rest.is_empty() {
@@ -109,62 +110,83 @@ pub fn run_split(
         };
         step += 1;
         let (chunk, tail) = rest.split_at(len.min(rest.len()));
-        framer.push(chunk, |e| packing.add(chunk, e));
-        packing.check(chunk, &mut events);
+        framer.push(chunk, |e| packing.add(e));
+        packing.check(chunk, false, &mut events);
         assert_memory_bound(&framer);
         rest = tail;
         if step > stream.len() * 2 + 16 {
             // Only zero lengths: push the rest whole.
-            framer.push(rest, |e| packing.add(rest, e));
-            packing.check(rest, &mut events);
+            framer.push(rest, |e| packing.add(e));
+            packing.check(rest, false, &mut events);
             rest = &[];
         }
     }
     if eof {
-        framer.finish(|e| packing.add(&[], e));
-        packing.check(&[], &mut events);
+        framer.finish(|e| packing.add(e));
+        packing.check(&[], true, &mut events);
     }
     assert_memory_bound(&framer);
+    assert_eq!(packing.framer.stats(), framer.stats(), "packed counters");
     (events, *framer.stats())
 }
 
-/// One push's events, kept both as owned events and packed, to check that
-/// [`packed::decode`](crate::packed::decode) gives back exactly what the
-/// framer said, borrowing the chunk where the framer did.
-#[derive(Default)]
+/// A second framer fed the same chunks through the packed form, as a
+/// caller across the component boundary would: its events, decoded against
+/// the chunk and the caller's held line, must equal the first framer's,
+/// borrowing the chunk exactly where the first framer did.
 struct PackedCheck {
+    framer: Framer,
     batch: crate::packed::PackedBatch,
+    held: crate::packed::HeldLine,
     expected: Vec<(OwnedEvent, Option<usize>)>,
 }
 
+fn with_chunk_start(event: crate::Event<'_>) -> (OwnedEvent, Option<usize>) {
+    let chunk_start = match event {
+        crate::Event::Frame(frame) => frame.chunk_start,
+        _ => None,
+    };
+    (OwnedEvent::from(event), chunk_start)
+}
+
 impl PackedCheck {
-    fn add(&mut self, chunk: &[u8], event: crate::Event<'_>) {
-        let chunk_start = match event {
-            crate::Event::Frame(frame) => frame.chunk_start,
-            _ => None,
-        };
-        self.batch
-            .push_event(chunk, event)
-            .expect("every event packs");
-        self.expected.push((OwnedEvent::from(event), chunk_start));
+    fn new(config: Config) -> Self {
+        PackedCheck {
+            framer: Framer::new(config),
+            batch: Default::default(),
+            held: Default::default(),
+            expected: Vec::new(),
+        }
     }
 
-    /// Compares the decoded batch with the events, then moves them to `out`.
-    fn check(&mut self, chunk: &[u8], out: &mut Vec<OwnedEvent>) {
-        let decoded: Vec<(OwnedEvent, Option<usize>)> =
-            crate::packed::decode(&self.batch.words, chunk, &self.batch.carried)
-                .map(|event| {
-                    let event = event.expect("a batch the encoder wrote decodes");
-                    let chunk_start = match event {
-                        crate::Event::Frame(frame) => frame.chunk_start,
-                        _ => None,
-                    };
-                    (OwnedEvent::from(event), chunk_start)
-                })
-                .collect();
+    fn add(&mut self, event: crate::Event<'_>) {
+        self.expected.push(with_chunk_start(event));
+    }
+
+    /// Pushes `chunk` (or finishes) packed, compares, then moves the
+    /// events to `out`.
+    fn check(&mut self, chunk: &[u8], finish: bool, out: &mut Vec<OwnedEvent>) {
+        let packed = if finish {
+            self.framer.finish_packed(&mut self.batch)
+        } else {
+            self.framer.push_packed(chunk, &mut self.batch)
+        };
+        packed.expect("every event packs");
+        let mut decoded = Vec::new();
+        let batch = &self.batch;
+        self.held
+            .receive(chunk, &batch.words, batch.join, batch.keep, |event| {
+                decoded.push(with_chunk_start(event))
+            })
+            .expect("a batch the framer wrote decodes");
         assert_eq!(decoded, self.expected, "events changed in the packed form");
+        let limit = self.framer.config().max_frame_bytes() + 1;
+        assert!(
+            self.held.as_bytes().len() <= limit,
+            "the caller holds {} bytes, limit {limit}",
+            self.held.as_bytes().len()
+        );
         out.extend(self.expected.drain(..).map(|(event, _)| event));
-        self.batch.clear();
     }
 }
 

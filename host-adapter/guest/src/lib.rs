@@ -66,24 +66,14 @@ impl wit::GuestFramer for Framer {
 
     fn push_packed(&self, chunk: Vec<u8>) -> wit::PackedBatch {
         let mut batch = PackedBatch::default();
-        self.0
-            .borrow_mut()
-            .push(&chunk, |event| pack(&mut batch, &chunk, event));
-        wit::PackedBatch {
-            words: batch.words,
-            carried: batch.carried,
-        }
+        let packed = self.0.borrow_mut().push_packed(&chunk, &mut batch);
+        returned(batch, packed)
     }
 
     fn finish_packed(&self) -> wit::PackedBatch {
         let mut batch = PackedBatch::default();
-        self.0
-            .borrow_mut()
-            .finish(|event| pack(&mut batch, &[], event));
-        wit::PackedBatch {
-            words: batch.words,
-            carried: batch.carried,
-        }
+        let packed = self.0.borrow_mut().finish_packed(&mut batch);
+        returned(batch, packed)
     }
 
     fn stats(&self) -> wit::Stats {
@@ -235,9 +225,16 @@ impl<'c> Batcher<'c> {
 
 /// Packs one event. The only failure is a byte space past 4 GiB, which a
 /// wasm32 memory cannot hold: a bug, so trap.
-fn pack(batch: &mut PackedBatch, chunk: &[u8], event: core_framer::Event<'_>) {
-    if batch.push_event(chunk, event).is_err() {
+/// The WIT record of a packed batch. Packing fails only past 4 GiB, which
+/// a wasm32 guest cannot reach: a trap, which the host reports.
+fn returned(batch: PackedBatch, packed: Result<(), core_framer::packed::PackedError>) -> wit::PackedBatch {
+    if packed.is_err() {
         panic!("packed batch past 4 GiB")
+    }
+    wit::PackedBatch {
+        words: batch.words,
+        join: batch.join,
+        keep: batch.keep,
     }
 }
 

@@ -60,7 +60,13 @@ const outcome = await Promise.race([reported, timeout, exited.then((code) => `ch
 browser.kill('SIGTERM');
 await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
 server.close();
-rmSync(profile, { recursive: true, force: true });
+// Chromium's helper processes may still be writing the profile for a moment
+// after the browser exits: retry, and never fail the run over a temp dir.
+try {
+  rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+} catch (e) {
+  console.warn(`browser parity: could not remove ${profile}: ${e.code ?? e}`);
+}
 
 if (typeof outcome === 'string') {
   console.error(`browser parity: ${outcome}\n${stderr.slice(-2000)}`);

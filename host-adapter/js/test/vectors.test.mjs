@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
-import { EVENT_WORDS, Framer, decodePacked } from '../index.js';
+import { EVENT_WORDS, Framer, HeldLine, decodePacked } from '../index.js';
 import { runCases } from '../check.mjs';
 
 const vectors = JSON.parse(readFileSync(new URL('../dist/vectors.json', import.meta.url)));
@@ -20,14 +20,31 @@ for (const typed of [false, true]) {
 
 test('a broken packed batch is an error, not an event', { timeout: 10_000 }, () => {
   const chunk = new TextEncoder().encode('{"id":1}\n');
-  const { words, carried } = new Framer().pushPacked(chunk);
-  assert.equal(decodePacked({ words, carried }, chunk).length, 1);
-  assert.throws(() => decodePacked({ words: words.slice(0, EVENT_WORDS - 1), carried }, chunk), RangeError);
+  const { words } = new Framer().pushPacked(chunk);
+  assert.equal(decodePacked({ words }, chunk).length, 1);
+  assert.throws(() => decodePacked({ words: words.slice(0, EVENT_WORDS - 1) }, chunk), RangeError);
   const bad = Uint32Array.from(words);
   bad[3] = 5; bad[4] = 6; // across the end of the chunk
-  assert.throws(() => decodePacked({ words: bad, carried }, chunk), RangeError);
+  assert.throws(() => decodePacked({ words: bad }, chunk), RangeError);
   bad[0] = 7; // no such kind
-  assert.throws(() => decodePacked({ words: bad, carried }, chunk), RangeError);
+  assert.throws(() => decodePacked({ words: bad }, chunk), RangeError);
+  // Asking to join or keep bytes that are not there.
+  assert.throws(() => new HeldLine().receive({ words: [], join: 10, keep: 0 }, chunk), RangeError);
+  assert.throws(() => new HeldLine().receive({ words: [], join: 0, keep: 10 }, chunk), RangeError);
+});
+
+test('a message across pushes is assembled in the held line; views survive the next line', { timeout: 10_000 }, () => {
+  const framer = new Framer();
+  const text = '{"jsonrpc":"2.0","id":7,"result":{"n":"ação"}}';
+  const bytes = new TextEncoder().encode(`${text}\n{"id":8,`);
+  assert.deepEqual(framer.push(bytes.subarray(0, 20)), []);
+  const [frame] = framer.push(bytes.subarray(20));
+  assert.equal(frame.tag, 'frame');
+  assert.equal(new TextDecoder().decode(frame.bytes), text);
+  assert.equal(new TextDecoder().decode(frame.envelope.id.raw), '7');
+  const [next] = framer.push(new TextEncoder().encode('"result":{}}\n'));
+  assert.equal(new TextDecoder().decode(next.bytes), '{"id":8,"result":{}}');
+  assert.equal(new TextDecoder().decode(frame.bytes), text, 'the first frame was not overwritten');
 });
 
 test('frames inside a chunk are views of it, not copies', { timeout: 10_000 }, () => {
