@@ -227,7 +227,10 @@ impl<'c> Batcher<'c> {
 /// wasm32 memory cannot hold: a bug, so trap.
 /// The WIT record of a packed batch. Packing fails only past 4 GiB, which
 /// a wasm32 guest cannot reach: a trap, which the host reports.
-fn returned(batch: PackedBatch, packed: Result<(), core_framer::packed::PackedError>) -> wit::PackedBatch {
+fn returned(
+    batch: PackedBatch,
+    packed: Result<(), core_framer::packed::PackedError>,
+) -> wit::PackedBatch {
     if packed.is_err() {
         panic!("packed batch past 4 GiB")
     }
