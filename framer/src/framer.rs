@@ -5,8 +5,9 @@ use alloc::vec::Vec;
 
 use crate::config::Config;
 use crate::event::{Envelope, Event, Frame, JsonError, JsonErrorKind};
+use crate::json::EnvelopeOffsets;
 use crate::json::Validator;
-use crate::packed::{PackedBatch, PackedError};
+use crate::packed::{HeldEvent, PackedBatch, PackedError};
 use crate::stats::Stats;
 use crate::utf8::Utf8Stream;
 
@@ -72,8 +73,12 @@ pub struct Framer {
     /// validated yet: if the newline follows it is not part of the message.
     cr_held: bool,
     /// The unfinished line, when it spans chunks. Never longer than
-    /// `max_frame_bytes`: this is the memory bound.
+    /// `max_frame_bytes`: this is the memory bound. Left empty by the packed
+    /// entry points, whose caller holds the line instead.
     buf: Vec<u8>,
+    /// Length of the unfinished line so far as `buf` would hold it (without
+    /// a held `\r`), whoever holds it.
+    held: usize,
     utf8: Utf8Stream,
     /// The range of the chunk being pushed that is known to be valid UTF-8
     /// from a code point boundary: checked once per push, from the first
@@ -92,13 +97,30 @@ pub struct Framer {
 /// unfinished line at that moment: events of a line that spanned pushes
 /// borrow it, and the packed form refers to it by offset.
 trait Sink {
+    /// Whether the framer keeps the bytes of a line that spans pushes. If
+    /// not, events of such a line go to [`Sink::held`].
+    const RETAINS: bool;
+
     fn event(&mut self, event: Event<'_>, line: &[u8]);
+
+    /// An event of a line that spanned pushes, whose first `line_len`
+    /// bytes the caller holds. Only called when `RETAINS` is false.
+    fn held(
+        &mut self,
+        _offset: u64,
+        _line_len: usize,
+        _event: HeldEvent,
+        _envelope: Option<&EnvelopeOffsets>,
+    ) {
+    }
 }
 
 /// The public API's sink: a closure.
 struct Callback<F>(F);
 
 impl<F: FnMut(Event<'_>)> Sink for Callback<F> {
+    const RETAINS: bool = true;
+
     fn event(&mut self, event: Event<'_>, _line: &[u8]) {
         (self.0)(event)
     }
@@ -126,9 +148,27 @@ impl<'a> Packer<'a> {
 }
 
 impl Sink for Packer<'_> {
+    const RETAINS: bool = false;
+
     fn event(&mut self, event: Event<'_>, line: &[u8]) {
         if self.error.is_none()
             && let Err(error) = self.batch.push_event(self.chunk, line, event)
+        {
+            self.error = Some(error);
+        }
+    }
+
+    fn held(
+        &mut self,
+        offset: u64,
+        line_len: usize,
+        event: HeldEvent,
+        envelope: Option<&EnvelopeOffsets>,
+    ) {
+        if self.error.is_none()
+            && let Err(error) =
+                self.batch
+                    .push_held(self.chunk.len(), line_len, offset, event, envelope)
         {
             self.error = Some(error);
         }
@@ -151,6 +191,7 @@ impl Framer {
             content_len: 0,
             cr_held: false,
             buf: Vec::new(),
+            held: 0,
             utf8: Utf8Stream::default(),
             clean: None,
             validator: Validator::new(config.max_depth()),
@@ -170,9 +211,10 @@ impl Framer {
     }
 
     /// Bytes currently held for an unfinished line (at most
-    /// `max_frame_bytes`).
+    /// `max_frame_bytes`): by the framer, or with the packed entry points
+    /// by their caller.
     pub fn buffered(&self) -> usize {
-        self.buf.len()
+        self.held
     }
 
     /// Stream offset of the next byte: the number of bytes pushed since
@@ -202,7 +244,13 @@ impl Framer {
     /// [packed form](crate::packed), for a caller across a boundary (the
     /// WebAssembly component) that keeps the unfinished line itself: see
     /// [`packed`](crate::packed) for what `batch.join` and `batch.keep` ask
-    /// of it. `batch` is cleared first.
+    /// of it. The framer then keeps none of the line's bytes (only its
+    /// length and the envelope's offsets), so a message that spans pushes
+    /// is copied once, by the caller. `batch` is cleared first.
+    ///
+    /// Use these entry points or [`Framer::push`]/[`Framer::finish`] for a
+    /// whole stream: `push` in the middle of a line begun here panics, as
+    /// the framer does not have the line's start.
     pub fn push_packed(
         &mut self,
         chunk: &[u8],
@@ -245,6 +293,7 @@ impl Framer {
     /// The push loop; returns how many bytes of `chunk` the first line took
     /// (up to its newline, or all of them).
     fn push_into<S: Sink>(&mut self, chunk: &[u8], sink: &mut S) -> usize {
+        self.check_family::<S>();
         self.stats.bytes_in += chunk.len() as u64;
         self.clean = None;
         self.joined_from = self.unfinished_len();
@@ -279,6 +328,7 @@ impl Framer {
     }
 
     fn finish_into<S: Sink>(&mut self, sink: &mut S) {
+        self.check_family::<S>();
         let offset = self.line_start;
         let len = self.line_len;
         match self.line {
@@ -297,16 +347,26 @@ impl Framer {
             Line::Undecided => self.stats.blank_lines += 1,
             Line::Json | Line::Text => {
                 self.stats.truncated += 1;
-                // Every piece of an unfinished line is in the buffer.
-                let envelope = self.envelope_of(&self.buf);
-                sink.event(
-                    Event::Truncated {
+                // Every piece of an unfinished line is held.
+                if S::RETAINS {
+                    let envelope = self.envelope_of(&self.buf);
+                    sink.event(
+                        Event::Truncated {
+                            offset,
+                            len,
+                            envelope,
+                        },
+                        &self.buf,
+                    );
+                } else {
+                    let envelope = self.envelope_offsets();
+                    sink.held(
                         offset,
-                        len,
-                        envelope,
-                    },
-                    &self.buf,
-                );
+                        self.held,
+                        HeldEvent::Truncated { len },
+                        envelope.as_ref(),
+                    );
+                }
             }
         }
         self.start_line(self.pos);
@@ -319,6 +379,7 @@ impl Framer {
         self.content_len = 0;
         self.cr_held = false;
         self.buf.clear();
+        self.held = 0;
         self.utf8 = Utf8Stream::default();
         self.validator.reset();
     }
@@ -343,8 +404,7 @@ impl Framer {
                 }
                 return;
             }
-            self.buf.push(b'\r');
-            self.note_buffered();
+            self.hold::<S>(CR);
         }
         if let [body @ .., b'\r'] = piece {
             // Hold a trailing `\r` back: if the newline follows, it is not
@@ -352,7 +412,7 @@ impl Framer {
             piece = body;
             self.cr_held = true;
         }
-        let in_chunk_from = if self.buf.is_empty() && self.content_len == 0 {
+        let in_chunk_from = if self.held == 0 && self.content_len == 0 {
             Some(from)
         } else {
             None
@@ -366,16 +426,40 @@ impl Framer {
         if last {
             self.end_line(piece, in_chunk_from, sink);
         } else if !piece.is_empty() {
-            self.buf.extend_from_slice(piece);
-            self.note_buffered();
+            self.hold::<S>(piece);
         }
     }
 
-    fn note_buffered(&mut self) {
-        let held = self.buf.len() as u64;
+    /// The callback entry points need the framer to hold the whole
+    /// unfinished line; after the packed ones it holds none of it. Switching
+    /// in the middle of a line would hand out a message without its start.
+    fn check_family<S: Sink>(&self) {
+        assert!(
+            !S::RETAINS || self.buf.len() == self.held,
+            "Framer::push or finish in the middle of a line begun by push_packed: \
+             use one family of entry points per stream (or reset)"
+        );
+    }
+
+    /// Adds `bytes` to the unfinished line: to the buffer if this sink
+    /// needs the framer to keep them, and to the count either way.
+    fn hold<S: Sink>(&mut self, bytes: &[u8]) {
+        if S::RETAINS {
+            self.buf.extend_from_slice(bytes);
+        }
+        self.held += bytes.len();
+        let held = self.held as u64;
         if held > self.stats.buffered_high_water {
             self.stats.buffered_high_water = held;
         }
+    }
+
+    /// The envelope recorded for the current line as offsets, for a caller
+    /// that holds the line (`None` where [`Framer::envelope_of`] gives an
+    /// empty one).
+    fn envelope_offsets(&self) -> Option<EnvelopeOffsets> {
+        (self.line == Line::Json && self.config.json_validation())
+            .then(|| self.validator.envelope_offsets())
     }
 
     /// Counts, classifies and checks `piece` as content of the current line;
@@ -390,7 +474,7 @@ impl Framer {
         sink: &mut S,
     ) -> bool {
         // The line began with this piece: its bytes so far are all in `piece`.
-        let fresh = self.buf.is_empty() && self.content_len == 0;
+        let fresh = self.held == 0 && self.content_len == 0;
         let room = self.config.max_frame_bytes() - self.content_len;
         let (allowed, over) = if piece.len() > room {
             (&piece[..room], true)
@@ -420,40 +504,47 @@ impl Framer {
             return true;
         }
         // Rejected: the envelope needs the line so far in one piece. At most
-        // the limit is assembled, and only on this path.
+        // the limit is assembled (by the caller, for the packed entry
+        // points), and only on this path.
         if !fresh {
-            self.buf.extend_from_slice(allowed);
-            self.note_buffered();
+            self.hold::<S>(allowed);
         }
-        let line = if fresh { allowed } else { &self.buf[..] };
-        let envelope = self.envelope_of(line);
         let offset = self.line_start;
+        let looks_like_json = self.line == Line::Json;
         let why = match rejected {
-            Some(error) => {
+            Some(_) => {
                 self.stats.malformed += 1;
-                sink.event(
-                    Event::Malformed {
-                        offset,
-                        error,
-                        envelope,
-                    },
-                    &self.buf,
-                );
                 Rejection::Malformed
             }
             None => {
                 self.stats.oversize += 1;
-                sink.event(
-                    Event::Oversize {
-                        offset,
-                        looks_like_json: self.line == Line::Json,
-                        envelope,
-                    },
-                    &self.buf,
-                );
                 Rejection::Oversize
             }
         };
+        if fresh || S::RETAINS {
+            let line = if fresh { allowed } else { &self.buf[..] };
+            let envelope = self.envelope_of(line);
+            let event = match rejected {
+                Some(error) => Event::Malformed {
+                    offset,
+                    error,
+                    envelope,
+                },
+                None => Event::Oversize {
+                    offset,
+                    looks_like_json,
+                    envelope,
+                },
+            };
+            sink.event(event, &self.buf);
+        } else {
+            let event = match rejected {
+                Some(error) => HeldEvent::Malformed { error },
+                None => HeldEvent::Oversize { looks_like_json },
+            };
+            let envelope = self.envelope_offsets();
+            sink.held(offset, self.held, event, envelope.as_ref());
+        }
         self.discard(why);
         false
     }
@@ -531,6 +622,7 @@ impl Framer {
     fn discard(&mut self, why: Rejection) {
         self.line = Line::Discarding(why);
         self.buf.clear();
+        self.held = 0;
         self.cr_held = false;
     }
 
@@ -573,53 +665,65 @@ impl Framer {
             Line::Json if self.config.json_validation() => self.validator.finish(),
             _ => Ok(()),
         };
-        let bytes: &[u8] = match in_chunk_from {
-            Some(_) => last_piece,
-            None => {
-                self.buf.extend_from_slice(last_piece);
-                self.note_buffered();
-                &self.buf
+        if in_chunk_from.is_none() {
+            self.hold::<S>(last_piece);
+        }
+        let kind = match (complete, self.line) {
+            (Err(error), _) => {
+                self.stats.malformed += 1;
+                HeldEvent::Malformed { error }
+            }
+            (Ok(()), Line::Text) => {
+                self.stats.not_protocol += 1;
+                HeldEvent::NotProtocol { len: 0 }
+            }
+            (Ok(()), _) => {
+                self.stats.frames += 1;
+                HeldEvent::Frame { len: 0 }
             }
         };
-        let envelope = self.envelope_of(bytes);
-        if let Err(error) = complete {
-            self.stats.malformed += 1;
-            sink.event(
-                Event::Malformed {
+        let len = match in_chunk_from {
+            Some(_) => last_piece.len(),
+            None => self.held,
+        };
+        if matches!(kind, HeldEvent::Frame { .. }) && len as u64 > self.stats.largest_frame {
+            self.stats.largest_frame = len as u64;
+        }
+        if in_chunk_from.is_some() || S::RETAINS {
+            let bytes: &[u8] = match in_chunk_from {
+                Some(_) => last_piece,
+                None => &self.buf,
+            };
+            let envelope = self.envelope_of(bytes);
+            let event = match kind {
+                HeldEvent::Malformed { error } => Event::Malformed {
                     offset,
                     error,
                     envelope,
                 },
-                &self.buf,
-            );
-            self.line = Line::Discarding(Rejection::Malformed);
-            self.end_discard(sink);
-            return;
-        }
-        if self.line == Line::Text {
-            self.stats.not_protocol += 1;
-            sink.event(
-                Event::NotProtocol {
+                HeldEvent::NotProtocol { .. } => Event::NotProtocol {
                     offset,
                     line: bytes,
                 },
-                &self.buf,
-            );
-            return;
+                _ => Event::Frame(Frame {
+                    bytes,
+                    offset,
+                    chunk_start: in_chunk_from,
+                    envelope,
+                }),
+            };
+            sink.event(event, &self.buf);
+        } else {
+            let (event, envelope) = match kind {
+                HeldEvent::NotProtocol { .. } => (HeldEvent::NotProtocol { len }, None),
+                HeldEvent::Frame { .. } => (HeldEvent::Frame { len }, self.envelope_offsets()),
+                other => (other, self.envelope_offsets()),
+            };
+            sink.held(offset, self.held, event, envelope.as_ref());
         }
-        self.stats.frames += 1;
-        let len = bytes.len() as u64;
-        if len > self.stats.largest_frame {
-            self.stats.largest_frame = len;
+        if matches!(kind, HeldEvent::Malformed { .. }) {
+            self.line = Line::Discarding(Rejection::Malformed);
+            self.end_discard(sink);
         }
-        sink.event(
-            Event::Frame(Frame {
-                bytes,
-                offset,
-                chunk_start: in_chunk_from,
-                envelope,
-            }),
-            &self.buf,
-        );
     }
 }

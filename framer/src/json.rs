@@ -97,7 +97,7 @@ enum Capture {
 
 /// How the recorded id was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum IdKind {
+pub(crate) enum IdKind {
     Number,
     String,
     Null,
@@ -116,6 +116,16 @@ impl Span {
     fn of(self, line: &[u8]) -> Option<&[u8]> {
         line.get(usize::try_from(self.start).ok()?..usize::try_from(self.end).ok()?)
     }
+}
+
+/// A recorded envelope as (start, len) offsets from the line start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct EnvelopeOffsets {
+    pub(crate) jsonrpc: Option<(u64, u64)>,
+    pub(crate) id: Option<(IdKind, (u64, u64))>,
+    pub(crate) method: Option<(u64, u64)>,
+    pub(crate) has_result: bool,
+    pub(crate) has_error: bool,
 }
 
 /// The longest top-level key the peek needs to recognise (`jsonrpc`).
@@ -208,6 +218,19 @@ impl Validator {
                 IdKind::Null => Some(Id::Null),
             }),
             method: self.method.and_then(|span| span.of(line)),
+            has_result: self.has_result,
+            has_error: self.has_error,
+        }
+    }
+
+    /// The envelope as offsets into the line, for a caller that holds the
+    /// line's bytes itself (the packed form).
+    pub(crate) fn envelope_offsets(&self) -> EnvelopeOffsets {
+        let range = |span: Span| (span.start, span.end - span.start);
+        EnvelopeOffsets {
+            jsonrpc: self.jsonrpc.map(range),
+            id: self.id.map(|(kind, span)| (kind, range(span))),
+            method: self.method.map(range),
             has_result: self.has_result,
             has_error: self.has_error,
         }

@@ -66,6 +66,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
+use crate::json::{EnvelopeOffsets, IdKind};
 use crate::{Envelope, Event, Frame, Id, JsonError, JsonErrorKind};
 
 /// Words per event.
@@ -341,6 +342,114 @@ impl PackedBatch {
         }
         out[0] = start as u32;
         out[1] = bytes.len() as u32;
+        Ok(())
+    }
+}
+
+/// An event of a line that spanned pushes, from a framer that kept none of
+/// its bytes: its ranges are offsets in the caller's held line.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum HeldEvent {
+    Frame { len: usize },
+    NotProtocol { len: usize },
+    Oversize { looks_like_json: bool },
+    Malformed { error: JsonError },
+    Truncated { len: u64 },
+}
+
+impl PackedBatch {
+    /// Appends `event` of the line starting at stream `offset`, whose first
+    /// `line_len` bytes the caller holds (`chunk_len` = the pushed chunk's
+    /// length, where the held line starts in the byte space). Envelope
+    /// fields past `line_len` are left out, as [`Event`]s resolved against
+    /// the line leave them out.
+    pub(crate) fn push_held(
+        &mut self,
+        chunk_len: usize,
+        line_len: usize,
+        offset: u64,
+        event: HeldEvent,
+        envelope: Option<&EnvelopeOffsets>,
+    ) -> Result<(), PackedError> {
+        if chunk_len
+            .checked_add(line_len)
+            .is_none_or(|end| u32::try_from(end).is_err())
+        {
+            return Err(PackedError::TooLarge);
+        }
+        let held = |start: u64, len: u64, out: &mut [u32]| -> bool {
+            if start + len > line_len as u64 {
+                return false;
+            }
+            if len > 0 {
+                out[0] = (chunk_len as u64 + start) as u32;
+                out[1] = len as u32;
+            }
+            true
+        };
+        let mut record = [0u32; EVENT_WORDS];
+        let kind = match event {
+            HeldEvent::Frame { len } => {
+                held(0, len as u64, &mut record[3..5]);
+                KIND_FRAME
+            }
+            HeldEvent::NotProtocol { len } => {
+                held(0, len as u64, &mut record[3..5]);
+                KIND_NOT_PROTOCOL
+            }
+            HeldEvent::Oversize { looks_like_json } => {
+                if looks_like_json {
+                    record[0] |= LOOKS_LIKE_JSON;
+                }
+                KIND_OVERSIZE
+            }
+            HeldEvent::Malformed { error } => {
+                record[0] |= error_code(error.kind) << ERROR_SHIFT;
+                split(error.at, &mut record[3..5]);
+                KIND_MALFORMED
+            }
+            HeldEvent::Truncated { len } => {
+                split(len, &mut record[3..5]);
+                KIND_TRUNCATED
+            }
+        };
+        if let Some(e) = envelope {
+            if let Some((start, len)) = e.jsonrpc
+                && held(start, len, &mut record[5..7])
+            {
+                record[0] |= HAS_JSONRPC;
+            }
+            let id = match e.id {
+                None => ID_NONE,
+                Some((IdKind::Null, _)) => ID_NULL,
+                Some((kind, (start, len))) => {
+                    if held(start, len, &mut record[7..9]) {
+                        if kind == IdKind::Number {
+                            ID_NUMBER
+                        } else {
+                            ID_STRING
+                        }
+                    } else {
+                        ID_NONE
+                    }
+                }
+            };
+            record[0] |= id << ID_SHIFT;
+            if let Some((start, len)) = e.method
+                && held(start, len, &mut record[9..11])
+            {
+                record[0] |= HAS_METHOD;
+            }
+            if e.has_result {
+                record[0] |= HAS_RESULT;
+            }
+            if e.has_error {
+                record[0] |= HAS_ERROR;
+            }
+        }
+        record[0] |= kind;
+        split(offset, &mut record[1..3]);
+        self.words.extend_from_slice(&record);
         Ok(())
     }
 }

@@ -145,3 +145,39 @@ fn decoding_any_words_never_panics() {
             }
         });
 }
+
+#[test]
+#[should_panic(expected = "one family of entry points per stream")]
+fn a_callback_push_in_a_line_begun_packed_is_refused() {
+    let mut framer = Framer::new(Config::default());
+    framer
+        .push_packed(b"{\"id\":", &mut PackedBatch::default())
+        .unwrap();
+    framer.push(b"1}\n", |_| ());
+}
+
+#[test]
+fn a_message_in_many_packed_pushes_is_assembled_by_the_caller() {
+    // A message of 1 MiB in 4 KiB pushes: the framer counts the line as
+    // buffered (for its caller, who holds it) and the frame borrows the
+    // caller's held line.
+    let message = workload::large(1, 1 << 20, 3);
+    let mut framer = Framer::new(Config::default().with_max_frame_bytes(2 << 20));
+    let mut batch = PackedBatch::default();
+    let mut held = HeldLine::default();
+    let mut frames = 0;
+    for chunk in message.chunks(4096) {
+        framer.push_packed(chunk, &mut batch).unwrap();
+        held.receive(chunk, &batch.words, batch.join, batch.keep, |event| {
+            let Event::Frame(frame) = event else {
+                panic!("{event:?}")
+            };
+            assert_eq!(frame.bytes, &message[..message.len() - 1]);
+            frames += 1;
+        })
+        .unwrap();
+        assert_eq!(framer.buffered(), held.as_bytes().len());
+    }
+    assert_eq!(frames, 1);
+    assert_eq!(framer.stats().largest_frame, message.len() as u64 - 1);
+}
