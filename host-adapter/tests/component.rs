@@ -481,7 +481,8 @@ fn packed_events_borrow_the_chunk() {
             other => panic!("{other:?}"),
         })
         .unwrap();
-    // The frame that spans two pushes is assembled by the guest and carried.
+    // The frame that spans two pushes is assembled by the host (the held
+    // line), not copied out of the guest.
     framer
         .push_events(b"\"result\":2}\n", |event| match event {
             Event::Frame(frame) => {
