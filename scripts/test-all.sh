@@ -9,6 +9,7 @@
 #   DRAINPIPE_SKIP_FUZZ=1      leave out the fuzz smoke run (the slowest step)
 #   DRAINPIPE_SKIP_BROWSER=1   leave out the headless Chromium run
 #   FUZZ_SMOKE_SECONDS=N       seconds per fuzz target (default 20)
+#   DRAINPIPE_PRUNE=1          delete target/debug before the fuzz step (CI: less disk)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,6 +55,15 @@ if [ "${DRAINPIPE_SKIP_BROWSER:-0}" != 1 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
     fi
     (cd host-adapter/js && npm run test:browser)
+fi
+
+if [ "${DRAINPIPE_PRUNE:-0}" = 1 ]; then
+    # CI only (.ci/run sets it): the fuzz step builds in fuzz/target and
+    # needs nothing from target/debug, so a one-shot run frees ~3 GB here
+    # and peaks at about half the disk.
+    step "pruning target/debug before the fuzz build"
+    rm -rf target/debug
+    disk
 fi
 
 if [ "${DRAINPIPE_SKIP_FUZZ:-0}" != 1 ]; then
