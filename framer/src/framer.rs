@@ -88,9 +88,6 @@ pub struct Framer {
     clean: Option<(usize, usize)>,
     validator: Validator,
     stats: Stats,
-    /// Bytes of the line that were already held when the current push
-    /// began (what [`Framer::push_packed`]'s caller has kept).
-    joined_from: usize,
 }
 
 /// Where the push loop sends events. `line` is the framer's buffer of the
@@ -196,7 +193,6 @@ impl Framer {
             clean: None,
             validator: Validator::new(config.max_depth()),
             stats: Stats::default(),
-            joined_from: 0,
         }
     }
 
@@ -260,12 +256,12 @@ impl Framer {
         // A line begun in an earlier push, not being discarded: the caller
         // holds its bytes, and joins to them the chunk's part of that line
         // (never more than the limit leaves room for).
-        let continuing = !matches!(self.line, Line::Discarding(_)) && self.line_len > 0;
+        let held_before = self.unfinished_len();
         let mut packer = Packer::new(chunk, batch);
         let first_line = self.push_into(chunk, &mut packer);
         packer.done()?;
-        if continuing {
-            let room = (self.config.max_frame_bytes() + 1).saturating_sub(self.joined_from);
+        if held_before > 0 {
+            let room = (self.config.max_frame_bytes() + 1).saturating_sub(held_before);
             batch.join = first_line.min(room) as u32;
         }
         batch.keep = self.unfinished_len() as u32;
@@ -296,7 +292,6 @@ impl Framer {
         self.check_family::<S>();
         self.stats.bytes_in += chunk.len() as u64;
         self.clean = None;
-        self.joined_from = self.unfinished_len();
         let mut first_line = None;
         let mut at = 0;
         while at < chunk.len() {
@@ -668,6 +663,10 @@ impl Framer {
         if in_chunk_from.is_none() {
             self.hold::<S>(last_piece);
         }
+        let len = match in_chunk_from {
+            Some(_) => last_piece.len(),
+            None => self.held,
+        };
         let kind = match (complete, self.line) {
             (Err(error), _) => {
                 self.stats.malformed += 1;
@@ -675,20 +674,14 @@ impl Framer {
             }
             (Ok(()), Line::Text) => {
                 self.stats.not_protocol += 1;
-                HeldEvent::NotProtocol { len: 0 }
+                HeldEvent::NotProtocol { len }
             }
             (Ok(()), _) => {
                 self.stats.frames += 1;
-                HeldEvent::Frame { len: 0 }
+                self.stats.largest_frame = self.stats.largest_frame.max(len as u64);
+                HeldEvent::Frame { len }
             }
         };
-        let len = match in_chunk_from {
-            Some(_) => last_piece.len(),
-            None => self.held,
-        };
-        if matches!(kind, HeldEvent::Frame { .. }) && len as u64 > self.stats.largest_frame {
-            self.stats.largest_frame = len as u64;
-        }
         if in_chunk_from.is_some() || S::RETAINS {
             let bytes: &[u8] = match in_chunk_from {
                 Some(_) => last_piece,
@@ -714,12 +707,9 @@ impl Framer {
             };
             sink.event(event, &self.buf);
         } else {
-            let (event, envelope) = match kind {
-                HeldEvent::NotProtocol { .. } => (HeldEvent::NotProtocol { len }, None),
-                HeldEvent::Frame { .. } => (HeldEvent::Frame { len }, self.envelope_offsets()),
-                other => (other, self.envelope_offsets()),
-            };
-            sink.held(offset, self.held, event, envelope.as_ref());
+            // A text line has no envelope: `envelope_offsets` gives none.
+            let envelope = self.envelope_offsets();
+            sink.held(offset, self.held, kind, envelope.as_ref());
         }
         if matches!(kind, HeldEvent::Malformed { .. }) {
             self.line = Line::Discarding(Rejection::Malformed);

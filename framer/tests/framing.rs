@@ -44,6 +44,15 @@ fn malformed(offset: u64, kind: JsonErrorKind, at: u64, envelope: OwnedEnvelope)
     }
 }
 
+/// An oversize line reported before any envelope field was seen.
+fn oversize(offset: u64, looks_like_json: bool) -> OwnedEvent {
+    OwnedEvent::Oversize {
+        offset,
+        looks_like_json,
+        envelope: OwnedEnvelope::default(),
+    }
+}
+
 fn discarded(offset: u64, len: u64) -> OwnedEvent {
     OwnedEvent::Discarded {
         offset,
@@ -184,15 +193,7 @@ fn table() {
             "the limit cuts a code point: oversize, as under any chunking",
             limit(10),
             vec!["{\"id\":10\u{1F600}\"}\n{}\n".as_bytes()],
-            vec![
-                OwnedEvent::Oversize {
-                    offset: 0,
-                    looks_like_json: true,
-                    envelope: OwnedEnvelope::default(),
-                },
-                discarded(0, 14),
-                frame(15, b"{}"),
-            ],
+            vec![oversize(0, true), discarded(0, 14), frame(15, b"{}")],
         ),
         (
             "oversize then a valid line",
@@ -217,11 +218,7 @@ fn table() {
             limit(8),
             vec![b"0123456789\n{\"id\":7,\"x\":1}\n{}\n"],
             vec![
-                OwnedEvent::Oversize {
-                    offset: 0,
-                    looks_like_json: false,
-                    envelope: OwnedEnvelope::default(),
-                },
+                oversize(0, false),
                 discarded(0, 10),
                 OwnedEvent::Oversize {
                     offset: 11,
@@ -248,38 +245,20 @@ fn table() {
             "one over the limit",
             limit(8),
             vec![b"{\"a\":123}\n"],
-            vec![
-                OwnedEvent::Oversize {
-                    offset: 0,
-                    looks_like_json: true,
-                    envelope: OwnedEnvelope::default(),
-                },
-                discarded(0, 9),
-            ],
+            vec![oversize(0, true), discarded(0, 9)],
         ),
         (
             "a \\r inside the line counts",
             limit(8),
             vec![b"{\"a\":12}\r", b" \n"],
-            vec![
-                OwnedEvent::Oversize {
-                    offset: 0,
-                    looks_like_json: true,
-                    envelope: OwnedEnvelope::default(),
-                },
-                discarded(0, 10),
-            ],
+            vec![oversize(0, true), discarded(0, 10)],
         ),
         (
             "limit counts bytes, not characters",
             limit(12),
             vec!["{\"a\":\"ééé\"}\n{\"a\":\"éé\"}\n".as_bytes()],
             vec![
-                OwnedEvent::Oversize {
-                    offset: 0,
-                    looks_like_json: true,
-                    envelope: OwnedEnvelope::default(),
-                },
+                oversize(0, true),
                 discarded(0, 14),
                 frame(15, "{\"a\":\"éé\"}".as_bytes()),
             ],
@@ -308,11 +287,7 @@ fn table() {
             limit(4),
             vec![b"{\"id\":1"],
             vec![
-                OwnedEvent::Oversize {
-                    offset: 0,
-                    looks_like_json: true,
-                    envelope: OwnedEnvelope::default(),
-                },
+                oversize(0, true),
                 OwnedEvent::Discarded {
                     offset: 0,
                     len: 7,
