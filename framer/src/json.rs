@@ -17,8 +17,15 @@ use alloc::vec::Vec;
 use crate::event::{Envelope, Id, JsonError, JsonErrorKind};
 
 /// Where in the grammar the validator stands.
+///
+/// No variant carries data (the digits left in `\u`, the number's grammar
+/// state, the literal being matched live in [`Validator`]): the scanner then
+/// dispatches on one byte through one jump table, which matters most in the
+/// WebAssembly build, where every extra step of the dispatch runs per token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 enum State {
+    // The eight states between tokens come first: `between_tokens` relies on it.
     /// Before the top-level value.
     Start,
     /// Just after `{`: a key or `}`.
@@ -39,18 +46,20 @@ enum State {
     Str,
     /// After a backslash in a string.
     StrEscape,
-    /// Inside `\uXXXX`: this many hex digits remain.
-    StrHex(u8),
+    /// Inside `\uXXXX` (`Validator::hex_left` digits remain).
+    StrHex,
     /// Inside a key of the top-level object, which is decoded to be matched.
     Key,
     /// After a backslash in a top-level key.
     KeyEscape,
-    /// Inside `\uXXXX` in a top-level key: digits remaining, value so far.
-    KeyHex(u8, u16),
-    /// Inside a number.
-    Num(Num),
-    /// Inside `true`, `false` or `null`: which one, and how many bytes matched.
-    Literal(u8, u8),
+    /// Inside `\uXXXX` in a top-level key (`hex_left`, value so far in
+    /// `hex_value`).
+    KeyHex,
+    /// Inside a number (where in its grammar: `Validator::num`).
+    Num,
+    /// Inside `true`, `false` or `null` (`Validator::literal` and
+    /// `literal_matched`).
+    Literal,
 }
 
 /// Position in JSON's number grammar `-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?`.
@@ -64,6 +73,13 @@ enum Num {
     Exp,
     ExpSign,
     ExpDigits,
+}
+
+impl State {
+    /// Whether this is a state between tokens (where whitespace may come).
+    fn between_tokens(self) -> bool {
+        self as u8 <= State::Done as u8
+    }
 }
 
 impl Num {
@@ -135,6 +151,12 @@ const KEY_BYTES: usize = 8;
 #[derive(Debug)]
 pub(crate) struct Validator {
     state: State,
+    /// The data of the current state (see [`State`]).
+    num: Num,
+    hex_left: u8,
+    hex_value: u16,
+    literal: u8,
+    literal_matched: u8,
     /// Open objects and arrays; `stack` holds one bit per level (1 = object).
     depth: u32,
     max_depth: u32,
@@ -169,6 +191,11 @@ impl Validator {
     pub(crate) fn new(max_depth: u32) -> Self {
         Validator {
             state: State::Start,
+            num: Num::Zero,
+            hex_left: 0,
+            hex_value: 0,
+            literal: 0,
+            literal_matched: 0,
             depth: 0,
             max_depth,
             stack: Vec::new(),
@@ -281,257 +308,206 @@ impl Validator {
         let n = bytes.len();
         let mut i = 0;
         let mut state = self.state;
-        let outcome: Result<(), (JsonErrorKind, usize)> = 'scan: loop {
-            let Some(&b) = bytes.get(i) else { break Ok(()) };
-            match state {
-                State::Str => loop {
-                    // Stay in the string across escapes: they are frequent
-                    // in real text and need no trip through the dispatcher.
-                    i += plain_run(&bytes[i..]);
-                    match bytes.get(i) {
-                        None => break,
-                        Some(b'"') => {
-                            state = self.end_string(i);
-                            // Minified JSON: `":` and `",` follow at once;
-                            // take them here rather than through the loop.
-                            match (state, bytes.get(i + 1)) {
-                                (State::Colon, Some(b':')) => {
+        let outcome = loop {
+            let scanned: Result<(), (JsonErrorKind, usize)> = 'scan: loop {
+                let Some(&b) = bytes.get(i) else { break Ok(()) };
+                match state {
+                    State::Str => loop {
+                        // Stay in the string across escapes: they are frequent
+                        // in real text and need no trip through the dispatcher.
+                        i += plain_run(&bytes[i..]);
+                        match bytes.get(i) {
+                            None => break,
+                            Some(b'"') => {
+                                state = self.end_string(i);
+                                // Minified JSON: `":` and `",` follow at once;
+                                // take them here rather than through the loop.
+                                match (state, bytes.get(i + 1)) {
+                                    (State::Colon, Some(b':')) => {
+                                        state = State::Value;
+                                        i += 1;
+                                    }
+                                    (State::After, Some(b',')) => {
+                                        state = if self.top_is_object() {
+                                            State::ObjectKey
+                                        } else {
+                                            State::Value
+                                        };
+                                        i += 1;
+                                    }
+                                    _ => {}
+                                }
+                                i += 1;
+                                break;
+                            }
+                            Some(b'\\') => match bytes.get(i + 1) {
+                                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                                    i += 2
+                                }
+                                Some(b'u')
+                                    if bytes
+                                        .get(i + 2..i + 6)
+                                        .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
+                                {
+                                    i += 6
+                                }
+                                Some(b'u') | None => {
+                                    // The escape continues in the next piece (or
+                                    // is bad): finish it byte by byte.
+                                    state = State::StrEscape;
+                                    i += 1;
+                                    break;
+                                }
+                                Some(_) => break 'scan Err((InvalidEscape, i + 1)),
+                            },
+                            Some(_) => break 'scan Err((ControlInString, i)),
+                        }
+                    },
+                    State::Key => {
+                        let run = plain_run(&bytes[i..]);
+                        self.push_key_bytes(&bytes[i..i + run]);
+                        i += run;
+                        match bytes.get(i) {
+                            None => {}
+                            Some(b'"') => {
+                                state = self.end_top_key();
+                                if bytes.get(i + 1) == Some(&b':') {
                                     state = State::Value;
                                     i += 1;
                                 }
-                                (State::After, Some(b',')) => {
-                                    state = if self.top_is_object() {
-                                        State::ObjectKey
-                                    } else {
-                                        State::Value
-                                    };
-                                    i += 1;
+                            }
+                            Some(b'\\') => state = State::KeyEscape,
+                            Some(_) => break Err((ControlInString, i)),
+                        }
+                        i += 1;
+                    }
+                    State::Num => {
+                        // Digits are the common case: take them in a tight loop.
+                        let mut num = self.num;
+                        loop {
+                            let Some(&b) = bytes.get(i) else {
+                                self.num = num;
+                                break;
+                            };
+                            num = match (num, b) {
+                                (Num::Minus, b'0') => Num::Zero,
+                                (Num::Minus, b'1'..=b'9') => Num::Int,
+                                (Num::Int, b'0'..=b'9') => Num::Int,
+                                (Num::Zero | Num::Int, b'.') => Num::Dot,
+                                (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
+                                (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
+                                (Num::Exp, b'+' | b'-') => Num::ExpSign,
+                                (Num::Exp | Num::ExpSign | Num::ExpDigits, b'0'..=b'9') => {
+                                    Num::ExpDigits
                                 }
-                                _ => {}
-                            }
+                                (num, _) if num.complete() && !b.is_ascii_digit() => {
+                                    // The number ended; `b` belongs to what follows.
+                                    self.end_token(i);
+                                    state = State::After;
+                                    break;
+                                }
+                                _ => break,
+                            };
                             i += 1;
-                            break;
                         }
-                        Some(b'\\') => match bytes.get(i + 1) {
-                            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                            Some(b'u')
-                                if bytes
-                                    .get(i + 2..i + 6)
-                                    .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
-                            {
-                                i += 6
-                            }
-                            Some(b'u') | None => {
-                                // The escape continues in the next piece (or
-                                // is bad): finish it byte by byte.
-                                state = State::StrEscape;
-                                i += 1;
-                                break;
-                            }
-                            Some(_) => break 'scan Err((InvalidEscape, i + 1)),
-                        },
-                        Some(_) => break 'scan Err((ControlInString, i)),
+                        if state == State::Num && i < n {
+                            break Err((InvalidNumber, i));
+                        }
                     }
-                },
-                State::StrEscape => {
-                    state = match b {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => State::Str,
-                        b'u' => State::StrHex(4),
-                        _ => break Err((InvalidEscape, i)),
-                    };
-                    i += 1;
-                }
-                State::StrHex(left) => {
-                    if !b.is_ascii_hexdigit() {
-                        break Err((InvalidEscape, i));
+                    State::StrEscape
+                    | State::StrHex
+                    | State::KeyEscape
+                    | State::KeyHex
+                    | State::Literal => match self.rare_step(state, bytes, i) {
+                        Ok((next, at)) => (state, i) = (next, at),
+                        Err(e) => break Err(e),
+                    },
+                    State::Start => {
+                        if b != b'{' {
+                            break Err((TopLevelNotObject, i));
+                        }
+                        match self.open(true) {
+                            Some(next) => state = next,
+                            None => break Err((DepthLimit, i)),
+                        }
+                        i += 1;
                     }
-                    state = if left == 1 {
-                        State::Str
-                    } else {
-                        State::StrHex(left - 1)
-                    };
-                    i += 1;
-                }
-                State::Key => {
-                    let run = plain_run(&bytes[i..]);
-                    self.push_key_bytes(&bytes[i..i + run]);
-                    i += run;
-                    match bytes.get(i) {
-                        None => {}
-                        Some(b'"') => {
-                            state = self.end_top_key();
-                            if bytes.get(i + 1) == Some(&b':') {
-                                state = State::Value;
-                                i += 1;
+                    State::ObjectFirst | State::ObjectKey => {
+                        state = match b {
+                            b'"' if self.depth > 1 => {
+                                // A nested key: scan it right here.
+                                let start = i + 1;
+                                let run = plain_run(&bytes[start..]);
+                                if bytes.get(start + run) == Some(&b'"')
+                                    && bytes.get(start + run + 1) == Some(&b':')
+                                {
+                                    i = start + run + 2;
+                                    state = State::Value;
+                                    continue;
+                                }
+                                self.start_key()
                             }
-                        }
-                        Some(b'\\') => state = State::KeyEscape,
-                        Some(_) => break Err((ControlInString, i)),
-                    }
-                    i += 1;
-                }
-                State::KeyEscape => {
-                    let decoded = match b {
-                        b'"' | b'\\' | b'/' => b,
-                        b'b' => 0x08,
-                        b'f' => 0x0C,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'u' => {
-                            state = State::KeyHex(4, 0);
-                            i += 1;
-                            continue;
-                        }
-                        _ => break Err((InvalidEscape, i)),
-                    };
-                    self.push_key_bytes(&[decoded]);
-                    state = State::Key;
-                    i += 1;
-                }
-                State::KeyHex(left, acc) => {
-                    let Some(digit) = (b as char).to_digit(16) else {
-                        break Err((InvalidEscape, i));
-                    };
-                    let acc = (acc << 4) | digit as u16;
-                    state = if left == 1 {
-                        // No interesting key has a character outside ASCII.
-                        match u8::try_from(acc) {
-                            Ok(ascii) if ascii < 0x80 => self.push_key_bytes(&[ascii]),
-                            _ => self.key_too_long = true,
-                        }
-                        State::Key
-                    } else {
-                        State::KeyHex(left - 1, acc)
-                    };
-                    i += 1;
-                }
-                State::Num(mut num) => {
-                    // Digits are the common case: take them in a tight loop.
-                    loop {
-                        let Some(&b) = bytes.get(i) else {
-                            state = State::Num(num);
-                            break;
-                        };
-                        num = match (num, b) {
-                            (Num::Minus, b'0') => Num::Zero,
-                            (Num::Minus, b'1'..=b'9') => Num::Int,
-                            (Num::Int, b'0'..=b'9') => Num::Int,
-                            (Num::Zero | Num::Int, b'.') => Num::Dot,
-                            (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
-                            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
-                            (Num::Exp, b'+' | b'-') => Num::ExpSign,
-                            (Num::Exp | Num::ExpSign | Num::ExpDigits, b'0'..=b'9') => {
-                                Num::ExpDigits
-                            }
-                            (num, _) if num.complete() && !b.is_ascii_digit() => {
-                                // The number ended; `b` belongs to what follows.
-                                self.end_token(i);
-                                state = State::After;
-                                break;
-                            }
-                            _ => break,
+                            b'"' => self.start_key(),
+                            b'}' if state == State::ObjectFirst => self.close(),
+                            _ => break Err((UnexpectedByte, i)),
                         };
                         i += 1;
                     }
-                    if matches!(state, State::Num(_)) && i < n {
-                        break Err((InvalidNumber, i));
-                    }
-                }
-                State::Literal(which, matched) => {
-                    let word = LITERALS[usize::from(which)];
-                    let rest = &word[usize::from(matched)..];
-                    // The whole rest at once when the piece holds it (the
-                    // common case), else byte by byte across the split.
-                    let step = if bytes.get(i..i + rest.len()) == Some(rest) {
-                        rest.len()
-                    } else if b == rest[0] {
-                        1
-                    } else {
-                        break Err((InvalidLiteral, i));
-                    };
-                    i += step;
-                    let matched = usize::from(matched) + step;
-                    state = if matched == word.len() {
-                        if which == NULL && self.field == Field::Id && self.depth == 1 {
-                            self.id = Some((IdKind::Null, Span { start: 0, end: 0 }));
+                    State::Colon => {
+                        if b != b':' {
+                            break Err((UnexpectedByte, i));
                         }
-                        State::After
-                    } else {
-                        State::Literal(which, matched as u8)
-                    };
-                }
-                _ if is_whitespace(b) => i += 1,
-                State::Start => {
-                    if b != b'{' {
-                        break Err((TopLevelNotObject, i));
+                        state = State::Value;
+                        i += 1;
                     }
-                    match self.open(true) {
-                        Some(next) => state = next,
-                        None => break Err((DepthLimit, i)),
-                    }
-                    i += 1;
-                }
-                State::ObjectFirst | State::ObjectKey => {
-                    state = match b {
-                        b'"' if self.depth > 1 => {
-                            // A nested key: scan it right here.
-                            let start = i + 1;
-                            let run = plain_run(&bytes[start..]);
-                            if bytes.get(start + run) == Some(&b'"')
-                                && bytes.get(start + run + 1) == Some(&b':')
-                            {
-                                i = start + run + 2;
-                                state = State::Value;
-                                continue;
+                    State::Value | State::ArrayFirst => {
+                        state = if b == b']' && state == State::ArrayFirst {
+                            self.close()
+                        } else if self.depth > 1 && (b == b'"' || b.is_ascii_digit()) {
+                            // Below the top level nothing is recorded: the two
+                            // commonest value starts skip the envelope logic.
+                            if b == b'"' {
+                                self.in_key = false;
+                                State::Str
+                            } else {
+                                self.num = if b == b'0' { Num::Zero } else { Num::Int };
+                                State::Num
                             }
-                            self.start_key()
-                        }
-                        b'"' => self.start_key(),
-                        b'}' if state == State::ObjectFirst => self.close(),
-                        _ => break Err((UnexpectedByte, i)),
-                    };
-                    i += 1;
-                }
-                State::Colon => {
-                    if b != b':' {
-                        break Err((UnexpectedByte, i));
-                    }
-                    state = State::Value;
-                    i += 1;
-                }
-                State::Value | State::ArrayFirst => {
-                    state = if b == b']' && state == State::ArrayFirst {
-                        self.close()
-                    } else if self.depth > 1 && (b == b'"' || b.is_ascii_digit()) {
-                        // Below the top level nothing is recorded: the two
-                        // commonest value starts skip the envelope logic.
-                        if b == b'"' {
-                            self.in_key = false;
-                            State::Str
                         } else {
-                            State::Num(if b == b'0' { Num::Zero } else { Num::Int })
-                        }
-                    } else {
-                        match self.start_value(b, i) {
-                            Ok(next) => next,
-                            Err(kind) => break Err((kind, i)),
-                        }
-                    };
-                    i += 1;
+                            match self.start_value(b, i) {
+                                Ok(next) => next,
+                                Err(kind) => break Err((kind, i)),
+                            }
+                        };
+                        i += 1;
+                    }
+                    State::After => {
+                        let in_object = self.top_is_object();
+                        state = match b {
+                            b',' if in_object => State::ObjectKey,
+                            b',' => State::Value,
+                            b'}' if in_object => self.close(),
+                            b']' if !in_object => self.close(),
+                            _ => break Err((UnexpectedByte, i)),
+                        };
+                        i += 1;
+                    }
+                    State::Done => break Err((TrailingCharacters, i)),
                 }
-                State::After => {
-                    let in_object = self.top_is_object();
-                    state = match b {
-                        b',' if in_object => State::ObjectKey,
-                        b',' => State::Value,
-                        b'}' if in_object => self.close(),
-                        b']' if !in_object => self.close(),
-                        _ => break Err((UnexpectedByte, i)),
-                    };
-                    i += 1;
+            };
+            // Whitespace between tokens: no token starts with it, so the states
+            // between tokens reject it like any other unexpected byte, without
+            // the unchanged state; it is skipped here. Minified JSON (the common
+            // case) thus never pays for a whitespace test.
+            match scanned {
+                Err((_, at))
+                    if state.between_tokens()
+                        && at == i
+                        && bytes.get(i).is_some_and(|&b| is_whitespace(b)) =>
+                {
+                    i += 1
                 }
-                State::Done => break Err((TrailingCharacters, i)),
+                other => break other,
             }
         };
         self.state = state;
@@ -540,6 +516,105 @@ impl Validator {
         }
         self.fed += n as u64;
         Ok(())
+    }
+
+    /// One step in a state that is rare on real traffic (an escape or
+    /// `\u` split across pieces, an escape in a top-level key, a literal):
+    /// out of line, so the scanner's hot loop stays small enough for the
+    /// WebAssembly compiler to keep its values in registers.
+    #[cold]
+    #[inline(never)]
+    fn rare_step(
+        &mut self,
+        mut state: State,
+        bytes: &[u8],
+        mut i: usize,
+    ) -> Result<(State, usize), (JsonErrorKind, usize)> {
+        use JsonErrorKind::*;
+        let b = bytes[i];
+        match state {
+            State::StrEscape => {
+                state = match b {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => State::Str,
+                    b'u' => {
+                        self.hex_left = 4;
+                        State::StrHex
+                    }
+                    _ => return Err((InvalidEscape, i)),
+                };
+                i += 1;
+            }
+            State::StrHex => {
+                if !b.is_ascii_hexdigit() {
+                    return Err((InvalidEscape, i));
+                }
+                self.hex_left -= 1;
+                if self.hex_left == 0 {
+                    state = State::Str;
+                }
+                i += 1;
+            }
+            State::KeyEscape => {
+                let decoded = match b {
+                    b'"' | b'\\' | b'/' => b,
+                    b'b' => 0x08,
+                    b'f' => 0x0C,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'u' => {
+                        (self.hex_left, self.hex_value) = (4, 0);
+                        return Ok((State::KeyHex, i + 1));
+                    }
+                    _ => return Err((InvalidEscape, i)),
+                };
+                self.push_key_bytes(&[decoded]);
+                state = State::Key;
+                i += 1;
+            }
+            State::KeyHex => {
+                let Some(digit) = (b as char).to_digit(16) else {
+                    return Err((InvalidEscape, i));
+                };
+                self.hex_value = (self.hex_value << 4) | digit as u16;
+                self.hex_left -= 1;
+                if self.hex_left == 0 {
+                    // No interesting key has a character outside ASCII.
+                    match u8::try_from(self.hex_value) {
+                        Ok(ascii) if ascii < 0x80 => self.push_key_bytes(&[ascii]),
+                        _ => self.key_too_long = true,
+                    }
+                    state = State::Key;
+                }
+                i += 1;
+            }
+            State::Literal => {
+                let (which, matched) = (self.literal, self.literal_matched);
+                let word = LITERALS[usize::from(which)];
+                let rest = &word[usize::from(matched)..];
+                // The whole rest at once when the piece holds it (the
+                // common case), else byte by byte across the split.
+                let step = if bytes.get(i..i + rest.len()) == Some(rest) {
+                    rest.len()
+                } else if b == rest[0] {
+                    1
+                } else {
+                    return Err((InvalidLiteral, i));
+                };
+                i += step;
+                let matched = usize::from(matched) + step;
+                if matched == word.len() {
+                    if which == NULL && self.field == Field::Id && self.depth == 1 {
+                        self.id = Some((IdKind::Null, Span { start: 0, end: 0 }));
+                    }
+                    state = State::After;
+                } else {
+                    self.literal_matched = matched as u8;
+                }
+            }
+            _ => unreachable!("rare_step is called only in rare states"),
+        }
+        Ok((state, i))
     }
 
     fn top_is_object(&self) -> bool {
@@ -664,15 +739,22 @@ impl Validator {
                 if field == Field::Id {
                     self.begin_capture(Capture::IdNumber, i);
                 }
-                Ok(State::Num(match b {
+                self.num = match b {
                     b'-' => Num::Minus,
                     b'0' => Num::Zero,
                     _ => Num::Int,
-                }))
+                };
+                Ok(State::Num)
             }
-            b't' => Ok(State::Literal(0, 1)),
-            b'f' => Ok(State::Literal(1, 1)),
-            b'n' => Ok(State::Literal(NULL, 1)),
+            b't' | b'f' | b'n' => {
+                self.literal = match b {
+                    b't' => 0,
+                    b'f' => 1,
+                    _ => NULL,
+                };
+                self.literal_matched = 1;
+                Ok(State::Literal)
+            }
             _ => Err(JsonErrorKind::UnexpectedByte),
         }
     }
