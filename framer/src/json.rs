@@ -335,6 +335,14 @@ impl Validator {
                                         };
                                         i += 1;
                                     }
+                                    (State::After, Some(b'}')) if self.top_is_object() => {
+                                        state = self.close();
+                                        i += 1;
+                                    }
+                                    (State::After, Some(b']')) if !self.top_is_object() => {
+                                        state = self.close();
+                                        i += 1;
+                                    }
                                     _ => {}
                                 }
                                 i += 1;
