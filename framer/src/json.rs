@@ -315,7 +315,7 @@ impl Validator {
                     State::Str => loop {
                         // Stay in the string across escapes: they are frequent
                         // in real text and need no trip through the dispatcher.
-                        i += string_run(&bytes[i..]);
+                        i += plain_run(&bytes[i..]);
                         match bytes.get(i) {
                             None => break,
                             Some(b'"') => {
@@ -441,7 +441,7 @@ impl Validator {
                             b'"' if self.depth > 1 => {
                                 // A nested key: scan it right here.
                                 let start = i + 1;
-                                let run = string_run(&bytes[start..]);
+                                let run = plain_run(&bytes[start..]);
                                 if bytes.get(start + run) == Some(&b'"')
                                     && bytes.get(start + run + 1) == Some(&b':')
                                 {
@@ -841,45 +841,6 @@ fn plain_run(s: &[u8]) -> usize {
         .iter()
         .position(|&b| STRING_SPECIAL[usize::from(b)])
         .unwrap_or(s.len() - i)
-}
-
-/// The length of the string content at the start of `s` that needs no
-/// more checking: plain bytes and complete escapes (`\n`, `\"`, `\u00e9`,
-/// ...), up to the first quote, control character, or escape that is
-/// invalid or cut off by the end of `s` (left to the caller, which reports
-/// it or carries it into the next piece).
-///
-/// Escapes are stepped over inside the sixteen-byte block that holds them,
-/// by clearing their bits from the block's mask, so an escape costs a few
-/// instructions instead of a fresh scan (text escapes every ~20 bytes).
-#[inline(always)]
-fn string_run(s: &[u8]) -> usize {
-    let mut i = 0;
-    while let Some(block) = s.get(i..i + 16) {
-        let mut specials = special_mask(block.try_into().expect("sixteen bytes"));
-        loop {
-            if specials == 0 {
-                i += 16;
-                break;
-            }
-            let at = i + specials.trailing_zeros() as usize;
-            if s[at] != b'\\' {
-                return at;
-            }
-            let next = match s.get(at + 1) {
-                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => at + 2,
-                Some(b'u') if s.get(at + 2..at + 6).is_some_and(is_hex4) => at + 6,
-                _ => return at,
-            };
-            if next >= i + 16 {
-                i = next;
-                break;
-            }
-            // Drop the escape's own bits (an escaped quote or backslash).
-            specials &= u32::MAX << (next - i);
-        }
-    }
-    i + plain_run(&s[i..])
 }
 
 /// Whether all four bytes are hex digits (`\uXXXX`), without a loop.
