@@ -42,9 +42,11 @@ fn single_line_child(bytes: u64) -> Command {
 }
 
 fn config(backend: &str, max_frame_bytes: usize) -> SessionConfig {
-    let mut config = SessionConfig::default();
-    config.framer = Config::default().with_max_frame_bytes(max_frame_bytes);
-    config.default_timeout = Duration::from_secs(600);
+    let mut config = SessionConfig {
+        framer: Config::default().with_max_frame_bytes(max_frame_bytes),
+        default_timeout: Duration::from_secs(600),
+        ..SessionConfig::default()
+    };
     if backend == "component" {
         config.backend = BackendChoice::Custom(std::sync::Arc::new(|framer: Config| {
             ComponentFramer::new(framer)
