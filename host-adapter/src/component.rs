@@ -2,8 +2,9 @@
 //!
 //! The component (`wit/framer.wit`, built from `host-adapter/guest` by this
 //! crate's build script) is compiled once per process; each session gets its
-//! own [`Store`] and instance from a pre-instantiated [`InstancePre`], so a
-//! guest that traps takes down only its own session. Every store has a memory
+//! own [`Store`] and instance from a pre-instantiated
+//! [`InstancePre`](wasmtime::component::InstancePre), so a guest that traps
+//! takes down only its own session. Every store has a memory
 //! cap and every call an epoch deadline, both set before instantiation: a
 //! guest bug can neither exhaust the host's memory nor hang its reader.
 //!

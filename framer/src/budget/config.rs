@@ -87,7 +87,7 @@ impl ResultConfig {
         self
     }
 
-    /// The longest continuation cursor [`ResultBuilder::finish`] accepts, in
+    /// The longest continuation cursor [`ResultBuilder::finish`](super::ResultBuilder::finish) accepts, in
     /// bytes after escaping. Room for it is reserved from the first entry
     /// on, since the cursor is only known at the end; it appears three times
     /// (summary, `nextCursor`, and the text copy of `structuredContent`).
@@ -133,7 +133,7 @@ pub enum BudgetError {
         /// The smallest budget that works with this configuration.
         minimum: usize,
     },
-    /// The cursor passed to [`ResultBuilder::finish`] is longer, escaped,
+    /// The cursor passed to [`ResultBuilder::finish`](super::ResultBuilder::finish) is longer, escaped,
     /// than [`ResultConfig::with_max_cursor_bytes`] reserved room for.
     CursorTooLong {
         /// The cursor's escaped length in bytes.
