@@ -334,11 +334,9 @@ impl Validator {
                                         };
                                         i += 1;
                                     }
-                                    (State::After, Some(b'}')) if self.top_is_object() => {
-                                        state = self.close();
-                                        i += 1;
-                                    }
-                                    (State::After, Some(b']')) if !self.top_is_object() => {
+                                    (State::After, Some(&c @ (b'}' | b']')))
+                                        if (c == b'}') == self.top_is_object() =>
+                                    {
                                         state = self.close();
                                         i += 1;
                                     }
