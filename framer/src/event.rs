@@ -46,8 +46,20 @@ pub enum Event<'a> {
     },
     /// The line rejected earlier by [`Event::Oversize`] or
     /// [`Event::Malformed`] at the same `offset` has ended; `len` bytes were
-    /// dropped in all (the whole line without its `\n`). Nothing to do but
-    /// record it.
+    /// dropped in all (the whole line without its `\n`).
+    ///
+    /// `envelope` is the line's envelope over the **whole line**, wherever
+    /// its fields stood: an oversize line goes on through the validator
+    /// while it is discarded (none of its bytes kept, only copies of the
+    /// recorded fields, at most [`Envelope::MAX_FIELD_BYTES`] each). If the
+    /// rejection named no request and `envelope.id` is set now (a
+    /// serialiser that writes `id` last), fail that request **now**; if it
+    /// was failed at the rejection already, there is nothing to do.
+    ///
+    /// After a syntax error the structure that follows is unknown, so
+    /// nothing after the error is recorded: for a [`Event::Malformed`] line
+    /// the envelope is what was recorded before the error (the same as the
+    /// rejection reported) and `well_formed` is false. Nothing is guessed.
     Discarded {
         /// Stream offset of the rejected line's first byte.
         offset: u64,
@@ -55,6 +67,16 @@ pub enum Event<'a> {
         len: u64,
         /// The stream ended before the line's newline.
         at_eof: bool,
+        /// The routing fields of the whole line (see above); empty for a
+        /// line that was not JSON or with JSON validation off.
+        envelope: Envelope<'a>,
+        /// The line was a valid message but for its size: every byte fit
+        /// JSON's grammar and UTF-8, and (unless the stream ended inside
+        /// it) the top-level object closed. Only then is `envelope` the
+        /// message's own, as a parser of the whole line would find it.
+        /// Always false for a malformed or non-JSON line and with
+        /// validation off.
+        well_formed: bool,
     },
     /// A line that does not start like JSON, e.g. `Server started on port
     /// 3000` printed to stdout by mistake. Divert it to a log, never to the

@@ -26,6 +26,18 @@ enum Line {
     Discarding(Rejection),
 }
 
+/// Whether a discarded line is still being validated (see `Framer::follow`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Follow {
+    /// No: not JSON, malformed, validation off, or not discarding.
+    Off,
+    /// The limit came before the line's first byte that is not whitespace
+    /// (a limit below the indentation): follow it if that byte is `{`.
+    Classify,
+    /// Yes, and every byte so far was valid.
+    On,
+}
+
 /// Why a line is being discarded, for the counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Rejection {
@@ -87,6 +99,12 @@ pub struct Framer {
     /// piece needs it.
     clean: Option<(usize, usize)>,
     validator: Validator,
+    /// Whether a line rejected for its size still goes through the UTF-8
+    /// check and the validator (none of its bytes kept), so that the
+    /// envelope is known wherever it stands. An `id` written last, as the
+    /// TypeScript SDK does, comes long after the limit; without this the
+    /// request it answers could not be named.
+    follow: Follow,
     stats: Stats,
 }
 
@@ -192,6 +210,7 @@ impl Framer {
             utf8: Utf8Stream::default(),
             clean: None,
             validator: Validator::new(config.max_depth()),
+            follow: Follow::Off,
             stats: Stats::default(),
         }
     }
@@ -327,17 +346,7 @@ impl Framer {
         let offset = self.line_start;
         let len = self.line_len;
         match self.line {
-            Line::Discarding(why) => {
-                self.count_dropped(why);
-                sink.event(
-                    Event::Discarded {
-                        offset,
-                        len,
-                        at_eof: true,
-                    },
-                    &self.buf,
-                );
-            }
+            Line::Discarding(_) => self.end_discard(true, sink),
             Line::Undecided if self.content_len == 0 && !self.cr_held => {}
             Line::Undecided => self.stats.blank_lines += 1,
             Line::Json | Line::Text => {
@@ -377,6 +386,7 @@ impl Framer {
         self.held = 0;
         self.utf8 = Utf8Stream::default();
         self.validator.reset();
+        self.follow = Follow::Off;
     }
 
     /// Takes `chunk[from..from + len]`, the next piece of the current line;
@@ -385,8 +395,11 @@ impl Framer {
         let mut piece = &chunk[from..from + len];
         self.line_len += len as u64;
         if let Line::Discarding(_) = self.line {
+            if self.follow != Follow::Off {
+                self.follow_piece(chunk, from, len);
+            }
             if last {
-                self.end_discard(sink);
+                self.end_discard(false, sink);
             }
             return;
         }
@@ -394,8 +407,12 @@ impl Framer {
         if self.cr_held && !piece.is_empty() {
             self.cr_held = false;
             if !self.take(chunk, None, CR, sink) {
+                // The rest of the piece is the discarded line's.
+                if self.follow != Follow::Off {
+                    self.follow_piece(chunk, from, len);
+                }
                 if last {
-                    self.end_discard(sink);
+                    self.end_discard(false, sink);
                 }
                 return;
             }
@@ -414,7 +431,7 @@ impl Framer {
         };
         if !self.take(chunk, Some(from), piece, sink) {
             if last {
-                self.end_discard(sink);
+                self.end_discard(false, sink);
             }
             return;
         }
@@ -441,6 +458,10 @@ impl Framer {
     fn hold<S: Sink>(&mut self, bytes: &[u8]) {
         if S::RETAINS {
             self.buf.extend_from_slice(bytes);
+        } else if self.line == Line::Json {
+            // The caller keeps the bytes: copy the envelope's fields, in
+            // case the line is rejected later and the caller drops them.
+            self.validator.retain(bytes, self.held as u64);
         }
         self.held += bytes.len();
         let held = self.held as u64;
@@ -494,8 +515,8 @@ impl Framer {
             Line::Json => self.check(chunk, at, allowed).err(),
             _ => None,
         };
+        self.content_len += allowed.len();
         if rejected.is_none() && !over {
-            self.content_len += allowed.len();
             return true;
         }
         // Rejected: the envelope needs the line so far in one piece. At most
@@ -504,8 +525,19 @@ impl Framer {
         if !fresh {
             self.hold::<S>(allowed);
         }
+        // What `Event::Discarded` will report needs the fields copied now:
+        // the line's bytes are about to go (with the packed entry points,
+        // `hold` has copied them already).
+        if self.line == Line::Json {
+            if fresh {
+                self.validator.retain(allowed, 0);
+            } else if S::RETAINS {
+                self.validator.retain(&self.buf, 0);
+            }
+        }
         let offset = self.line_start;
         let looks_like_json = self.line == Line::Json;
+        let undecided = self.line == Line::Undecided;
         let why = match rejected {
             Some(_) => {
                 self.stats.malformed += 1;
@@ -541,7 +573,74 @@ impl Framer {
             sink.held(offset, self.held, event, envelope.as_ref());
         }
         self.discard(why);
+        if why == Rejection::Oversize && self.config.json_validation() {
+            self.follow = match (looks_like_json, undecided) {
+                (true, _) => Follow::On,
+                (false, true) => Follow::Classify,
+                (false, false) => Follow::Off,
+            };
+            let rest = &piece[allowed.len()..];
+            self.follow(chunk, at.map(|at| at + allowed.len()), rest);
+        }
         false
+    }
+
+    /// The next piece of a line being discarded while `follow` is set
+    /// (`chunk[from..from + len]`): checked and validated like content, kept
+    /// nowhere. A trailing `\r` is held back as `feed` holds it (released
+    /// if more of the line follows), so the validator sees exactly the
+    /// line's content.
+    fn follow_piece(&mut self, chunk: &[u8], from: usize, len: usize) {
+        let mut piece = &chunk[from..from + len];
+        if self.cr_held && !piece.is_empty() {
+            self.cr_held = false;
+            self.follow(chunk, None, CR);
+        }
+        if let [body @ .., b'\r'] = piece {
+            piece = body;
+            self.cr_held = true;
+        }
+        self.follow(chunk, Some(from), piece);
+    }
+
+    /// Feeds `piece` (at `at` in `chunk`, `None` for a released `\r`) of a
+    /// followed line to the checks, copying envelope fields that end in it;
+    /// stops following at the first error.
+    fn follow(&mut self, chunk: &[u8], at: Option<usize>, piece: &[u8]) {
+        if self.follow == Follow::Off || piece.is_empty() {
+            return;
+        }
+        let start = self.content_len;
+        // Offsets past `usize` (a line over 4 GiB on a 32-bit target): stop
+        // following rather than wrap; the line then reports not well formed.
+        let Some(end) = start.checked_add(piece.len()) else {
+            self.follow = Follow::Off;
+            return;
+        };
+        if self.follow == Follow::Classify {
+            match piece.iter().find(|&&b| !matches!(b, b' ' | b'\t' | b'\r')) {
+                None => {
+                    self.content_len = end;
+                    return;
+                }
+                Some(b'{') => {
+                    // As `take` classifies: whitespace so far is skipped.
+                    self.validator.skip(start);
+                    self.follow = Follow::On;
+                }
+                Some(_) => {
+                    self.follow = Follow::Off;
+                    return;
+                }
+            }
+        }
+        let checked = self.check(chunk, at, piece);
+        // Fields recorded before an error count too (as at a rejection).
+        self.validator.retain(piece, start as u64);
+        self.content_len = end;
+        if checked.is_err() {
+            self.follow = Follow::Off;
+        }
     }
 
     /// The envelope recorded for the current line, resolved against its bytes.
@@ -614,22 +713,33 @@ impl Framer {
         known
     }
 
+    /// Starts discarding the current line. A held `\r` stays held: if the
+    /// line is followed, it is content when more follows it.
     fn discard(&mut self, why: Rejection) {
         self.line = Line::Discarding(why);
         self.buf.clear();
         self.held = 0;
-        self.cr_held = false;
     }
 
-    fn end_discard<S: Sink>(&mut self, sink: &mut S) {
+    /// The rejected line ended, by its newline or (`at_eof`) the stream's end.
+    fn end_discard<S: Sink>(&mut self, at_eof: bool, sink: &mut S) {
         if let Line::Discarding(why) = self.line {
             self.count_dropped(why);
         }
+        let well_formed = self.follow == Follow::On
+            && (at_eof || (self.utf8.held() == 0 && self.validator.finish().is_ok()));
+        let envelope = if self.config.json_validation() {
+            self.validator.kept_envelope()
+        } else {
+            Envelope::default()
+        };
         sink.event(
             Event::Discarded {
                 offset: self.line_start,
                 len: self.line_len,
-                at_eof: false,
+                at_eof,
+                envelope,
+                well_formed,
             },
             &self.buf,
         );
@@ -712,8 +822,15 @@ impl Framer {
             sink.held(offset, self.held, kind, envelope.as_ref());
         }
         if matches!(kind, HeldEvent::Malformed { .. }) {
+            // `Event::Discarded` reports the envelope from copies (the
+            // packed entry points' `hold` has made them already).
+            match in_chunk_from {
+                Some(_) => self.validator.retain(last_piece, 0),
+                None if S::RETAINS => self.validator.retain(&self.buf, 0),
+                None => {}
+            }
             self.line = Line::Discarding(Rejection::Malformed);
-            self.end_discard(sink);
+            self.end_discard(false, sink);
         }
     }
 }

@@ -184,6 +184,28 @@ pub(crate) struct Validator {
     method: Option<Span>,
     has_result: bool,
     has_error: bool,
+
+    // Kept copies. Why these exist: a line rejected for its size is not
+    // kept, yet its id may come after the limit (serialisers that write
+    // `id` last). The framer then goes on feeding the line here and hands
+    // each piece to `retain` before it is gone; the fields recorded are
+    // copied (at most `MAX_FIELD_BYTES` each), never the line.
+    /// Copies of `jsonrpc`, `id` and `method`, each valid for the span it
+    /// was copied from.
+    kept: [Kept; 3],
+    /// The token being recorded when the last retained piece ended: its
+    /// bytes so far (at most `MAX_FIELD_BYTES + 1`) and its line offset.
+    partial: Vec<u8>,
+    partial_from: Option<u64>,
+}
+
+/// A copy of one recorded envelope field (see `Validator::retain`).
+#[derive(Debug, Default)]
+struct Kept {
+    /// The span the copy was made from; a field recorded again (a repeated
+    /// key) has another span, so a stale copy is never used.
+    span: Option<Span>,
+    bytes: Vec<u8>,
 }
 
 impl Validator {
@@ -212,6 +234,9 @@ impl Validator {
             method: None,
             has_result: false,
             has_error: false,
+            kept: Default::default(),
+            partial: Vec::new(),
+            partial_from: None,
         }
     }
 
@@ -230,6 +255,87 @@ impl Validator {
         self.method = None;
         self.has_result = false;
         self.has_error = false;
+        for kept in &mut self.kept {
+            kept.span = None;
+        }
+        self.partial_from = None;
+    }
+
+    /// Copies what the envelope needs from `window`, the line's bytes at
+    /// offsets `start..start + window.len()`, which are about to be lost:
+    /// every recorded field that ends in it, and the start of a token still
+    /// being recorded. Call it for consecutive windows, each after the
+    /// validator was fed up to the window's end (bytes of a code point cut
+    /// at the end may still be pending: the copy is of raw line bytes).
+    /// Afterwards [`Validator::kept_envelope`] gives the envelope without
+    /// the line. Costs nothing per byte: only the fields are copied.
+    pub(crate) fn retain(&mut self, window: &[u8], start: u64) {
+        let spans = [self.jsonrpc, self.id.map(|(_, span)| span), self.method];
+        for (kept, span) in self.kept.iter_mut().zip(spans) {
+            let Some(span) = span else { continue };
+            if kept.span == Some(span) {
+                continue;
+            }
+            let mut copy = core::mem::take(&mut kept.bytes);
+            copy.clear();
+            if span.start < start {
+                // Its head passed in an earlier window, as the partial token.
+                let head = (start - span.start).min(span.end - span.start) as usize;
+                match self.partial.get(..head) {
+                    Some(bytes) if self.partial_from == Some(span.start) => {
+                        copy.extend_from_slice(bytes)
+                    }
+                    _ => continue,
+                }
+            }
+            let from = span.start.saturating_sub(start) as usize;
+            let to = span.end.saturating_sub(start) as usize;
+            let Some(tail) = window.get(from..to) else {
+                continue;
+            };
+            copy.extend_from_slice(tail);
+            kept.bytes = copy;
+            kept.span = Some(span);
+        }
+        if self.capture == Capture::None {
+            return;
+        }
+        // Longer than this is not recorded, so need not be copied.
+        let cap = Envelope::MAX_FIELD_BYTES + 1;
+        let from = self.capture_from;
+        if from >= start {
+            let at = ((from - start) as usize).min(window.len());
+            let bytes = &window[at..];
+            self.partial.clear();
+            self.partial
+                .extend_from_slice(&bytes[..bytes.len().min(cap)]);
+            self.partial_from = Some(from);
+        } else if self.partial_from == Some(from) {
+            let room = cap.saturating_sub(self.partial.len());
+            self.partial
+                .extend_from_slice(&window[..window.len().min(room)]);
+        }
+    }
+
+    /// The routing fields recorded so far, from the copies
+    /// [`Validator::retain`] made: fields whose bytes were not retained are
+    /// left out.
+    pub(crate) fn kept_envelope(&self) -> Envelope<'_> {
+        let field = |index: usize, span: Option<Span>| {
+            let kept: &Kept = &self.kept[index];
+            (span.is_some() && kept.span == span).then_some(&kept.bytes[..])
+        };
+        Envelope {
+            jsonrpc: field(0, self.jsonrpc),
+            id: self.id.and_then(|(kind, span)| match kind {
+                IdKind::Null => Some(Id::Null),
+                IdKind::Number => field(1, Some(span)).map(Id::Number),
+                IdKind::String => field(1, Some(span)).map(Id::String),
+            }),
+            method: field(2, self.method),
+            has_result: self.has_result,
+            has_error: self.has_error,
+        }
     }
 
     /// The routing fields recorded so far on this line, resolved against

@@ -63,6 +63,8 @@ pub enum OwnedEvent {
         offset: u64,
         len: u64,
         at_eof: bool,
+        envelope: OwnedEnvelope,
+        well_formed: bool,
     },
     NotProtocol {
         offset: u64,
@@ -105,10 +107,14 @@ impl From<Event<'_>> for OwnedEvent {
                 offset,
                 len,
                 at_eof,
+                envelope,
+                well_formed,
             } => OwnedEvent::Discarded {
                 offset,
                 len,
                 at_eof,
+                envelope: envelope.into(),
+                well_formed,
             },
             Event::NotProtocol { offset, line } => OwnedEvent::NotProtocol {
                 offset,

@@ -41,7 +41,10 @@
 //! | 7, 8 | id start and len (the number token, or the string's raw contents) |
 //! | 9, 10 | `method` start and len |
 //!
-//! Unused words are zero.
+//! Unused words are zero. A discarded event's envelope (bits 8–13, words
+//! 5–10) is of the whole line, whose bytes are gone: its spans point into
+//! the batch's [`PackedBatch::carried`] bytes instead, and bit 16 says
+//! `well-formed`.
 //!
 //! ```
 //! use drainpipe_framer::packed::{HeldLine, PackedBatch};
@@ -52,7 +55,7 @@
 //! let mut held = HeldLine::default();
 //! for chunk in [&b"{\"id\":1,\"res"[..], b"ult\":2}\nhello\n"] {
 //!     framer.push_packed(chunk, &mut batch).unwrap();
-//!     held.receive(chunk, &batch.words, batch.join, batch.keep, |event| match event {
+//!     held.receive(chunk, &batch.words, &batch.carried, batch.join, batch.keep, |event| match event {
 //!         // Assembled across the two pushes, in the held line.
 //!         Event::Frame(frame) => assert_eq!(frame.bytes, b"{\"id\":1,\"result\":2}"),
 //!         // Inside the second chunk: a span of it, not a copy.
@@ -91,8 +94,9 @@ const HAS_RESULT: u32 = 1 << 12;
 const HAS_ERROR: u32 = 1 << 13;
 const LOOKS_LIKE_JSON: u32 = 1 << 14;
 const AT_EOF: u32 = 1 << 15;
+const WELL_FORMED: u32 = 1 << 16;
 /// Every bit a valid tag may set.
-const TAG_BITS: u32 = 0xffff;
+const TAG_BITS: u32 = 0x1_ffff;
 
 /// The JSON error kinds in the order of their codes (code = index + 1).
 const ERROR_KINDS: [JsonErrorKind; 10] = [
@@ -179,6 +183,10 @@ pub struct PackedBatch {
     /// Bytes to keep afterwards: the last `keep` of the held line followed
     /// by the rest of the chunk.
     pub keep: u32,
+    /// The envelope fields of discarded lines, whose bytes are in neither
+    /// the chunk nor the held line: a discarded event's spans point here.
+    /// Empty when no such field was recorded.
+    pub carried: Vec<u8>,
 }
 
 impl PackedBatch {
@@ -187,6 +195,7 @@ impl PackedBatch {
         self.words.clear();
         self.join = 0;
         self.keep = 0;
+        self.carried.clear();
     }
 
     /// Number of events in the batch.
@@ -246,11 +255,17 @@ impl PackedBatch {
                 offset,
                 len,
                 at_eof,
+                envelope,
+                well_formed,
             } => {
                 split(len, &mut record[3..5]);
                 if at_eof {
                     record[0] |= AT_EOF;
                 }
+                if well_formed {
+                    record[0] |= WELL_FORMED;
+                }
+                record[0] |= self.carry_envelope(&envelope, &mut record)?;
                 (KIND_DISCARDED, offset)
             }
             Event::NotProtocol { offset, line } => {
@@ -271,6 +286,54 @@ impl PackedBatch {
         split(offset, &mut record[1..3]);
         self.words.extend_from_slice(&record);
         Ok(())
+    }
+
+    /// Copies the envelope's fields into `carried`, writes their spans
+    /// there into words 5–10 and returns its tag bits.
+    fn carry_envelope(
+        &mut self,
+        envelope: &Envelope<'_>,
+        record: &mut [u32; EVENT_WORDS],
+    ) -> Result<u32, PackedError> {
+        let mut carried = core::mem::take(&mut self.carried);
+        let mut carry = |bytes: &[u8], out: &mut [u32]| -> Result<(), PackedError> {
+            let start = u32::try_from(carried.len()).map_err(|_| PackedError::TooLarge)?;
+            carried.extend_from_slice(bytes);
+            out[0] = start;
+            out[1] = bytes.len() as u32;
+            Ok(())
+        };
+        let mut tag = 0;
+        let mut outcome = Ok(());
+        if let Some(jsonrpc) = envelope.jsonrpc {
+            tag |= HAS_JSONRPC;
+            outcome = outcome.and_then(|()| carry(jsonrpc, &mut record[5..7]));
+        }
+        let id = match envelope.id {
+            None => ID_NONE,
+            Some(Id::Null) => ID_NULL,
+            Some(Id::Number(bytes)) => {
+                outcome = outcome.and_then(|()| carry(bytes, &mut record[7..9]));
+                ID_NUMBER
+            }
+            Some(Id::String(bytes)) => {
+                outcome = outcome.and_then(|()| carry(bytes, &mut record[7..9]));
+                ID_STRING
+            }
+        };
+        tag |= id << ID_SHIFT;
+        if let Some(method) = envelope.method {
+            tag |= HAS_METHOD;
+            outcome = outcome.and_then(|()| carry(method, &mut record[9..11]));
+        }
+        if envelope.has_result {
+            tag |= HAS_RESULT;
+        }
+        if envelope.has_error {
+            tag |= HAS_ERROR;
+        }
+        self.carried = carried;
+        outcome.map(|()| tag)
     }
 
     /// Writes the envelope's spans into words 5–10 and returns its tag bits.
@@ -473,18 +536,20 @@ pub struct HeldLine {
 impl HeldLine {
     /// Reads one batch, the result of pushing `chunk` (`&[]` for a finish):
     /// joins, calls `on_event` for each event in stream order, then keeps
-    /// what the batch says. A batch that does not decode, or asks for bytes
-    /// that are not there, is an error; the held line is then emptied (the
-    /// framer that wrote it is not to be trusted further).
+    /// what the batch says. `words`, `carried`, `join` and `keep` are the
+    /// batch's fields of those names. A batch that does not decode, or asks
+    /// for bytes that are not there, is an error; the held line is then
+    /// emptied (the framer that wrote it is not to be trusted further).
     pub fn receive<F: FnMut(Event<'_>)>(
         &mut self,
         chunk: &[u8],
         words: &[u32],
+        carried: &[u8],
         join: u32,
         keep: u32,
         mut on_event: F,
     ) -> Result<(), PackedError> {
-        let result = self.apply(chunk, words, join, keep, &mut on_event);
+        let result = self.apply(chunk, words, carried, join, keep, &mut on_event);
         if result.is_err() {
             self.bytes.clear();
         }
@@ -495,6 +560,7 @@ impl HeldLine {
         &mut self,
         chunk: &[u8],
         words: &[u32],
+        carried: &[u8],
         join: u32,
         keep: u32,
         on_event: &mut dyn FnMut(Event<'_>),
@@ -502,7 +568,7 @@ impl HeldLine {
         let bad = PackedError::Held { join, keep };
         let (head, rest) = chunk.split_at_checked(join as usize).ok_or(bad)?;
         self.bytes.extend_from_slice(head);
-        for event in decode(words, chunk, &self.bytes) {
+        for event in decode(words, chunk, &self.bytes, carried) {
             on_event(event?);
         }
         let keep = keep as usize;
@@ -555,17 +621,24 @@ fn join(words: &[u32]) -> u64 {
 }
 
 /// The events packed in `words`, borrowing `chunk` (the chunk that was
-/// pushed; `&[]` for a finish) and `line` (the held line, joined: see
-/// [`HeldLine`], which calls this). Yields one item per event; a malformed
+/// pushed; `&[]` for a finish), `line` (the held line, joined: see
+/// [`HeldLine`], which calls this) and `carried` (the batch's
+/// [`PackedBatch::carried`]). Yields one item per event; a malformed
 /// batch yields one error (at its first bad event, or first of all if the
 /// words are not whole events) and then ends.
-pub fn decode<'a>(words: &'a [u32], chunk: &'a [u8], line: &'a [u8]) -> Decode<'a> {
+pub fn decode<'a>(
+    words: &'a [u32],
+    chunk: &'a [u8],
+    line: &'a [u8],
+    carried: &'a [u8],
+) -> Decode<'a> {
     Decode {
         records: words.chunks_exact(EVENT_WORDS),
         length_error: !words.len().is_multiple_of(EVENT_WORDS),
         words: words.len(),
         chunk,
         line,
+        carried,
         index: 0,
         failed: false,
     }
@@ -579,6 +652,7 @@ pub struct Decode<'a> {
     words: usize,
     chunk: &'a [u8],
     line: &'a [u8],
+    carried: &'a [u8],
     index: usize,
     failed: bool,
 }
@@ -598,10 +672,24 @@ impl<'a> Decode<'a> {
         }
     }
 
-    fn envelope(&self, tag: u32, record: &[u32]) -> Result<Envelope<'a>, PackedError> {
+    /// A span of the batch's carried bytes.
+    fn carried(&self, span: &[u32]) -> Result<&'a [u8], PackedError> {
+        let (start, len) = (span[0] as usize, span[1] as usize);
+        let end = start.checked_add(len);
+        end.and_then(|end| self.carried.get(start..end))
+            .ok_or(PackedError::Span { index: self.index })
+    }
+
+    /// The envelope in words 5–10, its spans resolved by `bytes`.
+    fn envelope(
+        &self,
+        tag: u32,
+        record: &[u32],
+        bytes: impl Fn(&Self, &[u32]) -> Result<&'a [u8], PackedError>,
+    ) -> Result<Envelope<'a>, PackedError> {
         let optional = |bit: u32, span: &[u32]| -> Result<Option<&'a [u8]>, PackedError> {
             if tag & bit != 0 {
-                self.bytes(span).map(Some)
+                bytes(self, span).map(Some)
             } else {
                 Ok(None)
             }
@@ -610,8 +698,8 @@ impl<'a> Decode<'a> {
             jsonrpc: optional(HAS_JSONRPC, &record[5..7])?,
             id: match (tag >> ID_SHIFT) & 3 {
                 ID_NONE => None,
-                ID_NUMBER => Some(Id::Number(self.bytes(&record[7..9])?)),
-                ID_STRING => Some(Id::String(self.bytes(&record[7..9])?)),
+                ID_NUMBER => Some(Id::Number(bytes(self, &record[7..9])?)),
+                ID_STRING => Some(Id::String(bytes(self, &record[7..9])?)),
                 _ => Some(Id::Null),
             },
             method: optional(HAS_METHOD, &record[9..11])?,
@@ -628,9 +716,13 @@ impl<'a> Decode<'a> {
         };
         let error_code = (tag >> ERROR_SHIFT) & 0xf;
         let kind = tag & 0xf;
-        if tag & !TAG_BITS != 0 || (error_code != 0) != (kind == KIND_MALFORMED) {
+        if tag & !TAG_BITS != 0
+            || (error_code != 0) != (kind == KIND_MALFORMED)
+            || (tag & WELL_FORMED != 0 && kind != KIND_DISCARDED)
+        {
             return Err(bad_tag);
         }
+        let envelope = || self.envelope(tag, record, Self::bytes);
         let offset = join(&record[1..3]);
         Ok(match kind {
             KIND_FRAME => {
@@ -641,13 +733,13 @@ impl<'a> Decode<'a> {
                     bytes,
                     offset,
                     chunk_start: in_chunk.then_some(record[3] as usize),
-                    envelope: self.envelope(tag, record)?,
+                    envelope: envelope()?,
                 })
             }
             KIND_OVERSIZE => Event::Oversize {
                 offset,
                 looks_like_json: tag & LOOKS_LIKE_JSON != 0,
-                envelope: self.envelope(tag, record)?,
+                envelope: envelope()?,
             },
             KIND_MALFORMED => Event::Malformed {
                 offset,
@@ -655,12 +747,14 @@ impl<'a> Decode<'a> {
                     kind: *ERROR_KINDS.get(error_code as usize - 1).ok_or(bad_tag)?,
                     at: join(&record[3..5]),
                 },
-                envelope: self.envelope(tag, record)?,
+                envelope: envelope()?,
             },
             KIND_DISCARDED => Event::Discarded {
                 offset,
                 len: join(&record[3..5]),
                 at_eof: tag & AT_EOF != 0,
+                envelope: self.envelope(tag, record, Self::carried)?,
+                well_formed: tag & WELL_FORMED != 0,
             },
             KIND_NOT_PROTOCOL => Event::NotProtocol {
                 offset,
@@ -669,7 +763,7 @@ impl<'a> Decode<'a> {
             KIND_TRUNCATED => Event::Truncated {
                 offset,
                 len: join(&record[3..5]),
-                envelope: self.envelope(tag, record)?,
+                envelope: envelope()?,
             },
             _ => return Err(bad_tag),
         })

@@ -53,11 +53,20 @@ fn oversize(offset: u64, looks_like_json: bool) -> OwnedEvent {
     }
 }
 
+/// A rejected line ended, with nothing recorded of its envelope.
 fn discarded(offset: u64, len: u64) -> OwnedEvent {
+    discarded_with(offset, len, OwnedEnvelope::default(), false)
+}
+
+/// A rejected line ended: its envelope over the whole line, and whether it
+/// was a valid message but for its size.
+fn discarded_with(offset: u64, len: u64, envelope: OwnedEnvelope, well_formed: bool) -> OwnedEvent {
     OwnedEvent::Discarded {
         offset,
         len,
         at_eof: false,
+        envelope,
+        well_formed,
     }
 }
 
@@ -140,7 +149,15 @@ fn table() {
                         ..number_id("4")
                     },
                 ),
-                discarded(0, 21),
+                discarded_with(
+                    0,
+                    21,
+                    OwnedEnvelope {
+                        has_result: true,
+                        ..number_id("4")
+                    },
+                    false,
+                ),
                 frame(22, b"{}"),
             ],
         ),
@@ -193,7 +210,13 @@ fn table() {
             "the limit cuts a code point: oversize, as under any chunking",
             limit(10),
             vec!["{\"id\":10\u{1F600}\"}\n{}\n".as_bytes()],
-            vec![oversize(0, true), discarded(0, 14), frame(15, b"{}")],
+            // The id ended at the first byte of the code point, before the
+            // error: recorded; the line is not well formed.
+            vec![
+                oversize(0, true),
+                discarded_with(0, 14, number_id("10"), false),
+                frame(15, b"{}"),
+            ],
         ),
         (
             "oversize then a valid line",
@@ -209,7 +232,15 @@ fn table() {
                         ..number_id("5")
                     },
                 },
-                discarded(0, 28),
+                discarded_with(
+                    0,
+                    28,
+                    OwnedEnvelope {
+                        has_result: true,
+                        ..number_id("5")
+                    },
+                    true,
+                ),
                 frame(29, b"{\"id\":6}"),
             ],
         ),
@@ -225,7 +256,7 @@ fn table() {
                     looks_like_json: true,
                     envelope: number_id("7"),
                 },
-                discarded(11, 14),
+                discarded_with(11, 14, number_id("7"), true),
                 frame(26, b"{}"),
             ],
         ),
@@ -245,13 +276,19 @@ fn table() {
             "one over the limit",
             limit(8),
             vec![b"{\"a\":123}\n"],
-            vec![oversize(0, true), discarded(0, 9)],
+            vec![
+                oversize(0, true),
+                discarded_with(0, 9, OwnedEnvelope::default(), true),
+            ],
         ),
         (
             "a \\r inside the line counts",
             limit(8),
             vec![b"{\"a\":12}\r", b" \n"],
-            vec![oversize(0, true), discarded(0, 10)],
+            vec![
+                oversize(0, true),
+                discarded_with(0, 10, OwnedEnvelope::default(), true),
+            ],
         ),
         (
             "limit counts bytes, not characters",
@@ -259,7 +296,7 @@ fn table() {
             vec!["{\"a\":\"ééé\"}\n{\"a\":\"éé\"}\n".as_bytes()],
             vec![
                 oversize(0, true),
-                discarded(0, 14),
+                discarded_with(0, 14, OwnedEnvelope::default(), true),
                 frame(15, "{\"a\":\"éé\"}".as_bytes()),
             ],
         ),
@@ -292,6 +329,9 @@ fn table() {
                     offset: 0,
                     len: 7,
                     at_eof: true,
+                    // The number never ended: not recorded.
+                    envelope: OwnedEnvelope::default(),
+                    well_formed: true,
                 },
             ],
         ),
@@ -433,4 +473,128 @@ fn escaped_top_level_keys_are_decoded_by_both_sides() {
     assert_eq!(envelope.id, Some(OwnedId::Number(b"5".to_vec())));
     assert_eq!(envelope.method, Some(b"x".to_vec()));
     assert_eq!(run(Config::default(), &[line, b"\n"]), [frame(0, line)]);
+}
+
+/// The envelope of a line rejected for its size is found wherever its
+/// fields stand: `Event::Discarded` reports it over the whole line, under
+/// every chunking and in the packed form (`run_split` checks that), while
+/// the rejection itself reports what came before the limit.
+#[test]
+fn the_envelope_is_found_wherever_the_id_stands() {
+    let env = |id: Option<OwnedId>, result: bool| OwnedEnvelope {
+        id,
+        has_result: result,
+        ..Default::default()
+    };
+    let num = |n: &str| Some(OwnedId::Number(n.as_bytes().to_vec()));
+    let string = |s: &str| Some(OwnedId::String(s.as_bytes().to_vec()));
+    let big = "x".repeat(64);
+    let long_id = "9".repeat(300);
+    // (name, line, envelope at the rejection, envelope at the end, well formed)
+    let cases: Vec<(&str, String, OwnedEnvelope, OwnedEnvelope, bool)> = vec![
+        (
+            "id first: known at the limit already",
+            format!(r#"{{"id":7,"result":"{big}"}}"#),
+            env(num("7"), true),
+            env(num("7"), true),
+            true,
+        ),
+        (
+            "id last, as the TypeScript SDK writes it",
+            format!(r#"{{"result":{{"text":"{big}"}},"jsonrpc":"2.0","id":7}}"#),
+            env(None, true),
+            OwnedEnvelope {
+                jsonrpc: Some(b"2.0".to_vec()),
+                ..env(num("7"), true)
+            },
+            true,
+        ),
+        (
+            "nested objects with their own id members do not count",
+            format!(r#"{{"result":{{"id":99,"content":[{{"id":98,"t":"{big}"}}]}},"id":7}}"#),
+            env(None, true),
+            env(num("7"), true),
+            true,
+        ),
+        (
+            "\"id\" inside a string value does not count",
+            format!(r#"{{"result":"\"id\":5 {big}","id":"a\"b"}}"#),
+            env(None, true),
+            env(string(r#"a\"b"#), true),
+            true,
+        ),
+        (
+            "the key spelled with an escape",
+            format!(r#"{{"result":"{big}","\u0069d":-1.5e3}}"#),
+            env(None, true),
+            env(num("-1.5e3"), true),
+            true,
+        ),
+        (
+            "a repeated top-level id: the last one wins",
+            format!(r#"{{"id":1,"result":"{big}","id":2}}"#),
+            env(num("1"), true),
+            env(num("2"), true),
+            true,
+        ),
+        (
+            "an id longer than the peek records is not recorded",
+            format!(r#"{{"result":"{big}","id":{long_id}}}"#),
+            env(None, true),
+            env(None, true),
+            true,
+        ),
+        (
+            "an error after the id: recorded, not well formed",
+            format!(r#"{{"result":"{big}","id":3,"x":tru}}"#),
+            env(None, true),
+            env(num("3"), true),
+            false,
+        ),
+        (
+            "an error before the id: nothing after it is guessed",
+            format!(r#"{{"result":{{"ok":tru,"t":"{big}"}},"jsonrpc":"2.0","id":9}}"#),
+            env(None, true),
+            env(None, true),
+            false,
+        ),
+        (
+            "a null id",
+            format!(r#"{{"error":{{"message":"{big}"}},"id":null}}"#),
+            OwnedEnvelope {
+                has_error: true,
+                ..Default::default()
+            },
+            OwnedEnvelope {
+                has_error: true,
+                id: Some(OwnedId::Null),
+                ..Default::default()
+            },
+            true,
+        ),
+    ];
+    let config = limit(40);
+    for (name, line, at_limit, at_end, well_formed) in cases {
+        let stream = format!("{line}\n{{\"id\":8,\"result\":1}}\n");
+        let len = line.len() as u64;
+        for lengths in [&[][..], &[1], &[2], &[3], &[7], &[39, 1, 64]] {
+            let (events, _) = run_split(config, stream.as_bytes(), lengths, true);
+            let rejection = match &events[0] {
+                OwnedEvent::Oversize { envelope, .. } => envelope.clone(),
+                OwnedEvent::Malformed { envelope, .. } => envelope.clone(),
+                other => panic!("{name}: {other:?}"),
+            };
+            assert_eq!(rejection, at_limit, "{name}, chunks {lengths:?}");
+            assert_eq!(
+                events[1],
+                discarded_with(0, len, at_end.clone(), well_formed),
+                "{name}, chunks {lengths:?}"
+            );
+            assert_eq!(
+                events[2],
+                frame(len + 1, b"{\"id\":8,\"result\":1}"),
+                "{name}"
+            );
+        }
+    }
 }

@@ -23,7 +23,7 @@ fn messages_inside_the_chunk_are_referenced_not_copied() {
     let batch = pack(&mut framer, &stream);
     assert_eq!(batch.len(), 2_000);
     assert_eq!((batch.join, batch.keep), (0, 0));
-    for event in decode(&batch.words, &stream, &[]) {
+    for event in decode(&batch.words, &stream, &[], &batch.carried) {
         let Event::Frame(frame) = event.unwrap() else {
             panic!("the small workload is all frames")
         };
@@ -42,14 +42,21 @@ fn a_message_across_pushes_is_assembled_by_the_caller() {
     let mut held = HeldLine::default();
     let mut frames = Vec::new();
     let mut receive = |held: &mut HeldLine, chunk: &[u8], batch: &PackedBatch| {
-        held.receive(chunk, &batch.words, batch.join, batch.keep, |event| {
-            let Event::Frame(frame) = event else {
-                panic!("{event:?}")
-            };
-            assert_eq!(frame.chunk_start, None);
-            assert_eq!(frame.envelope.method, Some(&b"m"[..]));
-            frames.push(frame.bytes.to_vec());
-        })
+        held.receive(
+            chunk,
+            &batch.words,
+            &batch.carried,
+            batch.join,
+            batch.keep,
+            |event| {
+                let Event::Frame(frame) = event else {
+                    panic!("{event:?}")
+                };
+                assert_eq!(frame.chunk_start, None);
+                assert_eq!(frame.envelope.method, Some(&b"m"[..]));
+                frames.push(frame.bytes.to_vec());
+            },
+        )
         .unwrap()
     };
     // The first pushes end inside the message: no events, and the caller
@@ -80,9 +87,9 @@ fn a_message_across_pushes_is_assembled_by_the_caller() {
 #[test]
 fn held_numbers_out_of_range_are_errors() {
     let mut held = HeldLine::default();
-    let err = held.receive(b"abc", &[], 4, 0, |_| ()).unwrap_err();
+    let err = held.receive(b"abc", &[], &[], 4, 0, |_| ()).unwrap_err();
     assert_eq!(err, PackedError::Held { join: 4, keep: 0 });
-    let err = held.receive(b"abc", &[], 0, 4, |_| ()).unwrap_err();
+    let err = held.receive(b"abc", &[], &[], 0, 4, |_| ()).unwrap_err();
     assert_eq!(err, PackedError::Held { join: 0, keep: 4 });
     assert!(held.as_bytes().is_empty());
 }
@@ -93,7 +100,7 @@ fn broken_batches_are_errors() {
     let mut framer = Framer::new(Config::default());
     let batch = pack(&mut framer, chunk);
     let first = |words: &[u32], line: &[u8]| {
-        decode(words, chunk, line)
+        decode(words, chunk, line, &[])
             .next()
             .map(|event| event.map(|_| ()))
     };
@@ -130,17 +137,24 @@ fn broken_batches_are_errors() {
     }
     // After the first error the iterator ends.
     let doubled = [words.clone(), words].concat();
-    assert_eq!(decode(&doubled, chunk, &[]).count(), 1);
+    assert_eq!(decode(&doubled, chunk, &[], &[]).count(), 1);
 }
 
 #[test]
 fn decoding_any_words_never_panics() {
     bolero::check!()
-        .with_type::<(Vec<u32>, Vec<u8>, Vec<u8>)>()
-        .for_each(|(words, chunk, line)| {
-            for event in decode(words, chunk, line) {
-                if let Ok(Event::Frame(frame)) = event {
-                    assert!(frame.bytes.len() <= chunk.len() + line.len());
+        .with_type::<(Vec<u32>, Vec<u8>, Vec<u8>, Vec<u8>)>()
+        .for_each(|(words, chunk, line, carried)| {
+            for event in decode(words, chunk, line, carried) {
+                match event {
+                    Ok(Event::Frame(frame)) => {
+                        assert!(frame.bytes.len() <= chunk.len() + line.len())
+                    }
+                    Ok(Event::Discarded { envelope, .. }) => {
+                        let id = envelope.id.map_or(0, |id| id.to_json().len());
+                        assert!(id <= carried.len() + 4);
+                    }
+                    _ => {}
                 }
             }
         });
@@ -168,13 +182,20 @@ fn a_message_in_many_packed_pushes_is_assembled_by_the_caller() {
     let mut frames = 0;
     for chunk in message.chunks(4096) {
         framer.push_packed(chunk, &mut batch).unwrap();
-        held.receive(chunk, &batch.words, batch.join, batch.keep, |event| {
-            let Event::Frame(frame) = event else {
-                panic!("{event:?}")
-            };
-            assert_eq!(frame.bytes, &message[..message.len() - 1]);
-            frames += 1;
-        })
+        held.receive(
+            chunk,
+            &batch.words,
+            &batch.carried,
+            batch.join,
+            batch.keep,
+            |event| {
+                let Event::Frame(frame) = event else {
+                    panic!("{event:?}")
+                };
+                assert_eq!(frame.bytes, &message[..message.len() - 1]);
+                frames += 1;
+            },
+        )
         .unwrap();
         assert_eq!(framer.buffered(), held.as_bytes().len());
     }

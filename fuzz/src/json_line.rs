@@ -80,6 +80,8 @@ fn check_line_events(line: &[u8], validate: bool, depth: u32, events: &[OwnedEve
                     offset: 0,
                     len,
                     at_eof: false,
+                    well_formed: false,
+                    ..
                 },
             ],
         ) if *len == line.len() as u64 => {

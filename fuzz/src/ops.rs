@@ -298,9 +298,14 @@ fn shift(outcome: Outcome, base: u64) -> Outcome {
             offset: offset + base,
             line,
         },
-        Outcome::Rejected { offset, len } => Outcome::Rejected {
+        Outcome::Rejected {
+            offset,
+            len,
+            envelope,
+        } => Outcome::Rejected {
             offset: offset + base,
             len,
+            envelope,
         },
         Outcome::LostAtEof { offset, len } => Outcome::LostAtEof {
             offset: offset + base,

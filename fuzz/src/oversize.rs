@@ -7,7 +7,8 @@
 //! not from the reference framer: a valid message at or under the limit is a
 //! frame byte for byte; a line over it is exactly one `Oversize` (carrying the
 //! request id if the id ended before the limit) and one `Discarded` with the
-//! whole line's length; and the line after it is framed normally.
+//! whole line's length and the id wherever it stood (the framer follows the
+//! line to its end); and the line after it is framed normally.
 
 use arbitrary::Arbitrary;
 use drainpipe_framer::Config;
@@ -139,7 +140,9 @@ enum Expected {
         line: Vec<u8>,
     },
     /// Rejected: `oversize` says whether the rejection must be `Oversize`
-    /// (else `Malformed`); `id` is the id an `Oversize` must carry.
+    /// (else `Malformed`); `id` is the id an `Oversize` must carry,
+    /// `whole_id` the one its `Discarded` must carry, and `well_formed`
+    /// what that `Discarded` says of the line.
     Rejected {
         offset: u64,
         len: u64,
@@ -147,6 +150,8 @@ enum Expected {
         oversize: bool,
         looks_like_json: bool,
         id: Option<u8>,
+        whole_id: Option<u8>,
+        well_formed: bool,
     },
     Truncated {
         offset: u64,
@@ -260,6 +265,24 @@ impl OversizeInput {
                         Kind::Message(Some(id)) | Kind::Broken(id) => id_before_limit(id),
                         _ => None,
                     },
+                    // The id is first in every line: recorded once its
+                    // comma has passed, wherever the limit fell.
+                    whole_id: match kind {
+                        Kind::Message(Some(id)) | Kind::Broken(id)
+                            if self.validate_json && content.len() >= id_prefix(id).len() =>
+                        {
+                            Some(id)
+                        }
+                        _ => None,
+                    },
+                    // A message is valid JSON; a broken line is a valid
+                    // prefix, which counts only when the stream ends in it.
+                    well_formed: self.validate_json
+                        && match kind {
+                            Kind::Message(_) => true,
+                            Kind::Broken(_) => at_eof,
+                            _ => false,
+                        },
                 },
                 Kind::Blank => Expected::Nothing,
                 Kind::Message(_) | Kind::Log | Kind::Broken(_) if at_eof => {
@@ -279,13 +302,15 @@ impl OversizeInput {
                     bytes: content.clone(),
                     id: None,
                 },
-                Kind::Broken(_) => Expected::Rejected {
+                Kind::Broken(id) => Expected::Rejected {
                     offset,
                     len,
                     at_eof: false,
                     oversize: false,
                     looks_like_json: true,
                     id: None,
+                    whole_id: (content.len() >= id_prefix(id).len()).then_some(id),
+                    well_formed: false,
                 },
             });
             stream.extend_from_slice(&content);
@@ -389,6 +414,8 @@ fn expect_line<'e>(
             oversize,
             looks_like_json,
             id,
+            whole_id,
+            well_formed,
         } => {
             match (events.first(), *oversize) {
                 (
@@ -416,7 +443,17 @@ fn expect_line<'e>(
                     offset: o,
                     len: l,
                     at_eof: e,
-                }) if o == offset && l == len && e == at_eof => &events[2..],
+                    envelope,
+                    well_formed: w,
+                }) if o == offset && l == len && e == at_eof => {
+                    if id_of(envelope) != *whole_id {
+                        fail("the Discarded must carry the line's id wherever it stood");
+                    }
+                    if w != well_formed {
+                        fail("well_formed");
+                    }
+                    &events[2..]
+                }
                 other => {
                     panic!("expected Discarded for {line:?}, got {other:?}\nall events: {all:?}")
                 }

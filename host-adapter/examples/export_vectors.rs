@@ -195,9 +195,16 @@ fn event(e: &OwnedEvent) -> Value {
             offset,
             len,
             at_eof,
-        } => {
-            json!({ "tag": "discarded", "offset": offset, "len": len, "atEof": at_eof })
-        }
+            envelope: env,
+            well_formed,
+        } => json!({
+            "tag": "discarded",
+            "offset": offset,
+            "len": len,
+            "atEof": at_eof,
+            "envelope": envelope(env),
+            "wellFormed": well_formed,
+        }),
         OwnedEvent::NotProtocol { offset, line } => {
             json!({ "tag": "not-protocol", "offset": offset, "line": b64(line) })
         }

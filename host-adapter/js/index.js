@@ -45,7 +45,10 @@ export function resolveBatch(batch, chunk) {
       case 'malformed':
         return { tag, offset: Number(val.offset), error: { kind: val.error.kind, at: Number(val.error.at) }, envelope: envelope(val.envelope, chunk, carried) };
       case 'discarded':
-        return { tag, offset: Number(val.offset), len: Number(val.len), atEof: val.atEof };
+        return {
+          tag, offset: Number(val.offset), len: Number(val.len), atEof: val.atEof,
+          envelope: envelope(val.envelope, chunk, carried), wellFormed: val.wellFormed,
+        };
       case 'not-protocol':
         return { tag, offset: Number(val.offset), line: view(val.line, chunk, carried) };
       case 'truncated':
@@ -66,10 +69,11 @@ const ID_TAGS = [undefined, 'number', 'string', 'null'];
 /**
  * Turns a packed batch's words (`push-packed`) into the same plain events as
  * `resolveBatch`, checking every word. Byte fields are views of `chunk` or of
- * `line`, the held line after its join (see `HeldLine`, which calls this):
+ * `line`, the held line after its join (see `HeldLine`, which calls this),
+ * and a discarded event's envelope views of the batch's `carried` bytes:
  * no copies.
  */
-export function decodePacked({ words }, chunk, line = new Uint8Array(0)) {
+export function decodePacked({ words, carried = new Uint8Array(0) }, chunk, line = new Uint8Array(0)) {
   if (words.length % EVENT_WORDS !== 0) {
     throw new RangeError(`framer component returned ${words.length} words, not whole events`);
   }
@@ -80,6 +84,10 @@ export function decodePacked({ words }, chunk, line = new Uint8Array(0)) {
     if (from < 0 || from + len > line.length) throw new RangeError('framer component returned a span out of range');
     return line.subarray(from, from + len);
   };
+  const carriedSpan = (start, len) => {
+    if (start + len > carried.length) throw new RangeError('framer component returned a span out of range');
+    return carried.subarray(start, start + len);
+  };
   const events = new Array(words.length / EVENT_WORDS);
   for (let i = 0, k = 0; i < words.length; i += EVENT_WORDS, k++) {
     const tag = words[i];
@@ -87,17 +95,19 @@ export function decodePacked({ words }, chunk, line = new Uint8Array(0)) {
     const offset = words[i + 1] + words[i + 2] * 2 ** 32;
     const wide = words[i + 3] + words[i + 4] * 2 ** 32;
     const idKind = (tag >>> 8) & 3;
-    const envelope = () => ({
-      jsonrpc: tag & (1 << 10) ? span(words[i + 5], words[i + 6]) : undefined,
+    const envelope = (at = span) => ({
+      jsonrpc: tag & (1 << 10) ? at(words[i + 5], words[i + 6]) : undefined,
       id: idKind === 0 ? undefined
         : idKind === 3 ? { tag: 'null' }
-        : { tag: ID_TAGS[idKind], raw: span(words[i + 7], words[i + 8]) },
-      method: tag & (1 << 11) ? span(words[i + 9], words[i + 10]) : undefined,
+        : { tag: ID_TAGS[idKind], raw: at(words[i + 7], words[i + 8]) },
+      method: tag & (1 << 11) ? at(words[i + 9], words[i + 10]) : undefined,
       hasResult: (tag & (1 << 12)) !== 0,
       hasError: (tag & (1 << 13)) !== 0,
     });
     const errorKind = ERROR_KINDS[(tag >>> 4) & 0xf];
-    if (tag >>> 16 !== 0 || kind === undefined || (kind === 'malformed') !== (errorKind !== undefined)) {
+    const wellFormed = (tag & (1 << 16)) !== 0;
+    if (tag >>> 17 !== 0 || kind === undefined || (kind === 'malformed') !== (errorKind !== undefined)
+        || (wellFormed && kind !== 'discarded')) {
       throw new RangeError(`framer component returned an invalid event tag ${tag}`);
     }
     switch (kind) {
@@ -111,7 +121,10 @@ export function decodePacked({ words }, chunk, line = new Uint8Array(0)) {
         events[k] = { tag: kind, offset, error: { kind: errorKind, at: wide }, envelope: envelope() };
         break;
       case 'discarded':
-        events[k] = { tag: kind, offset, len: wide, atEof: (tag & (1 << 15)) !== 0 };
+        events[k] = {
+          tag: kind, offset, len: wide, atEof: (tag & (1 << 15)) !== 0,
+          envelope: envelope(carriedSpan), wellFormed,
+        };
         break;
       case 'not-protocol':
         events[k] = { tag: kind, offset, line: span(words[i + 3], words[i + 4]) };
@@ -137,10 +150,10 @@ export class HeldLine {
    * views stay valid until the next `receive`: a line begun in this chunk
    * goes to a new buffer rather than over the old one.
    */
-  receive({ words, join, keep }, chunk) {
+  receive({ words, join, keep, carried }, chunk) {
     if (join > chunk.length) throw new RangeError(`framer component asked to join ${join} of ${chunk.length} bytes`);
     this.#append(chunk.subarray(0, join));
-    const events = decodePacked({ words }, chunk, this.#buf.subarray(0, this.#len));
+    const events = decodePacked({ words, carried }, chunk, this.#buf.subarray(0, this.#len));
     const rest = chunk.subarray(join);
     if (keep <= rest.length) {
       this.#buf = rest.slice(rest.length - keep);
@@ -217,7 +230,7 @@ export class Framer {
     return resolveBatch(this.#inner.finish(), new Uint8Array(0));
   }
 
-  /** The raw packed batch (words, join, keep), undecoded: the caller keeps its own `HeldLine`. */
+  /** The raw packed batch (words, join, keep, carried), undecoded: the caller keeps its own `HeldLine`. */
   pushPacked(chunk) {
     return this.#inner.pushPacked(chunk);
   }

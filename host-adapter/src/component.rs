@@ -464,9 +464,14 @@ impl ComponentFramer {
         chunk: &[u8],
         on_event: F,
     ) -> Result<(), BackendError> {
-        let received = self
-            .held
-            .receive(chunk, &batch.words, batch.join, batch.keep, on_event);
+        let received = self.held.receive(
+            chunk,
+            &batch.words,
+            &batch.carried,
+            batch.join,
+            batch.keep,
+            on_event,
+        );
         if let Err(e) = received {
             let message = format!("framer component returned a broken batch: {e}; session ended");
             self.failure = Some(message.clone());
@@ -639,6 +644,8 @@ fn append_owned(
                 offset: d.offset,
                 len: d.len,
                 at_eof: d.at_eof,
+                envelope: envelope(&d.envelope)?,
+                well_formed: d.well_formed,
             },
             wit::Event::NotProtocol(n) => OwnedEvent::NotProtocol {
                 offset: n.offset,

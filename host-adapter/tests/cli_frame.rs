@@ -67,9 +67,10 @@ fn every_kind_of_line_becomes_its_event() {
         vec![
             json!(["frame", offsets[0], len[0], 1]),
             json!(["oversize", offsets[2], null, 7]),
-            json!(["discarded", offsets[2], too_long.len(), null]),
+            // The whole line's envelope: the id is known at the end too.
+            json!(["discarded", offsets[2], too_long.len(), 7]),
             json!(["malformed", offsets[3], null, "a"]),
-            json!(["discarded", offsets[3], len[3], null]),
+            json!(["discarded", offsets[3], len[3], "a"]),
             json!(["not-protocol", offsets[4], len[4], null]),
             json!(["frame", offsets[5], len[5], null]),
             json!(["truncated", offsets[6], len[6], 9]),
@@ -174,7 +175,8 @@ fn a_huge_line_without_newline_stays_bounded_in_memory() {
     assert_eq!(lines[0]["id"], 77);
     assert_eq!(
         lines[1],
-        json!({"event": "discarded", "offset": 0, "len": total, "at_eof": true})
+        json!({"event": "discarded", "offset": 0, "len": total, "at_eof": true,
+               "id": 77, "kind": "response", "well_formed": true})
     );
     assert_eq!(lines[2]["bytes_in"], total);
     assert!(

@@ -102,7 +102,9 @@ pub enum FramerEvent {
         /// What was peeked before the error.
         envelope: MessageEnvelope,
     },
-    /// A rejected line has ended; record it (see [`Event::Discarded`]).
+    /// A rejected line has ended. If the rejection named no request and
+    /// the envelope has an id now (an id written last), fail that request
+    /// now (see [`Event::Discarded`]).
     Discarded {
         /// Stream offset of the rejected line's first byte.
         offset: u64,
@@ -110,6 +112,10 @@ pub enum FramerEvent {
         len: u64,
         /// The stream ended before the line's newline.
         at_eof: bool,
+        /// The routing fields of the whole line.
+        envelope: MessageEnvelope,
+        /// The line was a valid message but for its size.
+        well_formed: bool,
     },
     /// The stream ended inside a line; if the envelope has an id, fail that
     /// request (see [`Event::Truncated`]).
@@ -168,10 +174,14 @@ impl FramerEvent {
                 offset,
                 len,
                 at_eof,
+                envelope,
+                well_formed,
             } => Event::Discarded {
                 offset: *offset,
                 len: *len,
                 at_eof: *at_eof,
+                envelope: envelope.as_envelope(),
+                well_formed: *well_formed,
             },
             FramerEvent::Truncated {
                 offset,
@@ -391,10 +401,14 @@ fn owned(event: Event<'_>) -> FramerEvent {
             offset,
             len,
             at_eof,
+            envelope,
+            well_formed,
         } => FramerEvent::Discarded {
             offset,
             len,
             at_eof,
+            envelope: envelope.into(),
+            well_formed,
         },
         Event::Truncated {
             offset,

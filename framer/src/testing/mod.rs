@@ -30,10 +30,13 @@ pub enum Outcome {
         offset: u64,
         line: Vec<u8>,
     },
-    /// Oversize or malformed, ended by its newline.
+    /// Oversize or malformed, ended by its newline. `envelope` is set when
+    /// the line was a valid message but for its size, to the envelope of
+    /// the whole line (`Event::Discarded` with `well_formed`).
     Rejected {
         offset: u64,
         len: u64,
+        envelope: Option<OwnedEnvelope>,
     },
     /// Cut off by the end of the stream (truncated, or rejected and then cut).
     LostAtEof {
@@ -64,14 +67,18 @@ pub fn outcomes(events: &[OwnedEvent]) -> Vec<Outcome> {
                 offset,
                 len,
                 at_eof: false,
+                envelope,
+                well_formed,
             } => Some(Outcome::Rejected {
                 offset: *offset,
                 len: *len,
+                envelope: well_formed.then(|| envelope.clone()),
             }),
             OwnedEvent::Discarded {
                 offset,
                 len,
                 at_eof: true,
+                ..
             }
             | OwnedEvent::Truncated { offset, len, .. } => Some(Outcome::LostAtEof {
                 offset: *offset,
@@ -175,9 +182,14 @@ impl PackedCheck {
         let mut decoded = Vec::new();
         let batch = &self.batch;
         self.held
-            .receive(chunk, &batch.words, batch.join, batch.keep, |event| {
-                decoded.push(with_chunk_start(event))
-            })
+            .receive(
+                chunk,
+                &batch.words,
+                &batch.carried,
+                batch.join,
+                batch.keep,
+                |event| decoded.push(with_chunk_start(event)),
+            )
             .expect("a batch the framer wrote decodes");
         assert_eq!(decoded, self.expected, "events changed in the packed form");
         let limit = self.framer.config().max_frame_bytes() + 1;

@@ -40,10 +40,24 @@ fn line_outcome(config: &Config, line: &[u8], offset: u64, at_eof: bool, out: &m
     let lost = if at_eof {
         Outcome::LostAtEof { offset, len }
     } else {
-        Outcome::Rejected { offset, len }
+        Outcome::Rejected {
+            offset,
+            len,
+            envelope: None,
+        }
     };
     if content.len() > config.max_frame_bytes() {
-        out.push(lost);
+        // A valid message but for its size: the framer follows it to its
+        // end and reports the envelope of the whole line.
+        let valid = !at_eof && config.json_validation() && valid_message(config, content);
+        out.push(match lost {
+            Outcome::Rejected { offset, len, .. } if valid => Outcome::Rejected {
+                offset,
+                len,
+                envelope: Some(serde_envelope(content)),
+            },
+            lost => lost,
+        });
         return;
     }
     let Some(&first) = first else { return }; // blank
@@ -70,10 +84,7 @@ fn line_outcome(config: &Config, line: &[u8], offset: u64, at_eof: bool, out: &m
         });
         return;
     }
-    if first != b'{'
-        || nesting_depth(content) > config.max_depth() as usize
-        || !serde_accepts(content)
-    {
+    if !valid_message(config, content) {
         out.push(lost);
         return;
     }
@@ -82,6 +93,19 @@ fn line_outcome(config: &Config, line: &[u8], offset: u64, at_eof: bool, out: &m
         bytes: content.to_vec(),
         envelope: serde_envelope(content),
     });
+}
+
+/// Whether `content` (valid UTF-8, starting like JSON) is one message the
+/// framer accepts: an object, within the depth limit, that `serde_json`
+/// accepts.
+fn valid_message(config: &Config, content: &[u8]) -> bool {
+    let first = content
+        .iter()
+        .find(|&&b| !matches!(b, b' ' | b'\t' | b'\r'));
+    first == Some(&b'{')
+        && core::str::from_utf8(content).is_ok()
+        && nesting_depth(content) <= config.max_depth() as usize
+        && serde_accepts(content)
 }
 
 /// Whether `serde_json` accepts the bytes as one JSON value.

@@ -197,10 +197,14 @@ impl<'c> Batcher<'c> {
                 offset,
                 len,
                 at_eof,
+                envelope,
+                well_formed,
             } => wit::Event::Discarded(wit::Discarded {
                 offset,
                 len,
                 at_eof,
+                envelope: self.envelope(envelope),
+                well_formed,
             }),
             E::NotProtocol { offset, line } => wit::Event::NotProtocol(wit::NotProtocol {
                 offset,
@@ -238,6 +242,7 @@ fn returned(
         words: batch.words,
         join: batch.join,
         keep: batch.keep,
+        carried: batch.carried,
     }
 }
 

@@ -63,3 +63,25 @@ test('an oversize line names the request to fail', { timeout: 10_000 }, () => {
   assert.equal(new TextDecoder().decode(events[0].envelope.id.raw), '7');
   assert.equal(framer.stats().oversize, 1);
 });
+
+test('an id written after the limit is named when the line ends', { timeout: 10_000 }, () => {
+  for (const typed of [false, true]) {
+    const framer = new Framer({ maxFrameBytes: 32 });
+    const line = `{"result":{"text":"${'a'.repeat(100)}"},"jsonrpc":"2.0","id":"req-7"}\n`;
+    const bytes = new TextEncoder().encode(line);
+    const events = [];
+    // Split across pushes, so the id's bytes were never all in one chunk.
+    for (const cut of [[0, 40], [40, line.length - 6], [line.length - 6, line.length]]) {
+      const chunk = bytes.subarray(...cut);
+      events.push(...(typed ? framer.pushTyped(chunk) : framer.push(chunk)));
+    }
+    assert.deepEqual(events.map((e) => e.tag), ['oversize', 'discarded']);
+    assert.equal(events[0].envelope.id, undefined, 'not known at the limit');
+    assert.equal(events[0].envelope.hasResult, true);
+    const { envelope, wellFormed } = events[1];
+    assert.equal(wellFormed, true);
+    assert.equal(envelope.id.tag, 'string');
+    assert.equal(new TextDecoder().decode(envelope.id.raw), 'req-7');
+    assert.equal(new TextDecoder().decode(envelope.jsonrpc), '2.0');
+  }
+});

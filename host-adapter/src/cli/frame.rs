@@ -156,7 +156,14 @@ fn event_json(event: &Event<'_>, limit: usize) -> Value {
             offset,
             len,
             at_eof,
-        } => json!({"event": "discarded", "offset": offset, "len": len, "at_eof": at_eof}),
+            envelope,
+            well_formed,
+        } => {
+            let mut value = json!({"event": "discarded", "offset": offset, "len": len,
+                                   "at_eof": at_eof, "well_formed": well_formed});
+            add_envelope(&mut value, envelope);
+            value
+        }
         Event::NotProtocol { offset, line } => {
             let preview = &line[..line.len().min(200)];
             json!({"event": "not-protocol", "offset": offset, "len": line.len(),

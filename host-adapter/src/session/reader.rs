@@ -167,6 +167,7 @@ impl Router {
                 offset,
                 len,
                 at_eof,
+                ..
             } => {
                 tracing::debug!(offset, len, at_eof, "rejected line ended");
             }
