@@ -60,11 +60,60 @@ async fn oversize_with_peekable_id_fails_that_request_at_once() {
     shutdown_clean(&session).await;
 }
 
-/// The id comes after the limit: nothing can be attributed, the request ends
-/// by its timeout, the line is discarded and the session goes on.
+/// The id comes after the limit (as the TypeScript SDK writes it) while
+/// this is the only request pending: the line is shaped as a response, so
+/// it can only be this one's, and the request fails the moment the limit is
+/// crossed, while the server is still writing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oversize_without_peekable_id_times_out_and_the_session_recovers() {
+async fn oversize_with_the_id_last_fails_the_only_pending_request_at_the_limit() {
     let session = start(&[], limited()).await;
+    // 4 MiB in 256 pieces, 4 ms apart: about a second of writing.
+    let pending = start_tool(
+        &session,
+        "sized",
+        json!({"bytes": 4 << 20, "id_last": true, "piece_delay_ms": 4}),
+        opts(20),
+    )
+    .await;
+    let id = pending.id();
+    let outcome = within(10, "too-large outcome", pending.outcome()).await;
+    assert!(
+        matches!(
+            outcome,
+            Err(CallError::TooLarge {
+                limit_bytes: LIMIT,
+                ..
+            })
+        ),
+        "{outcome:?}"
+    );
+    assert!(
+        !session
+            .stderr()
+            .kept_text()
+            .contains(&format!("sized id={id}: wrote")),
+        "failed before the server finished writing"
+    );
+    assert_usable(&session).await;
+    let metrics = session.metrics();
+    assert_eq!(metrics.oversize_frames, 1);
+    assert_eq!(metrics.late_responses_dropped, 0, "{metrics:?}");
+    shutdown_clean(&session).await;
+}
+
+/// The id comes after the limit while other requests are pending: the
+/// request fails when its id has streamed past (the end of the line), with
+/// the line's whole size, and the other request is not touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_with_the_id_last_among_several_fails_when_the_id_passes() {
+    let session = start(&[], limited()).await;
+    let slow = start_tool(
+        &session,
+        "slow",
+        json!({"steps": 10, "step_ms": 50}),
+        opts(20),
+    )
+    .await;
     let outcome = within(
         10,
         "id-last oversize",
@@ -72,22 +121,63 @@ async fn oversize_without_peekable_id_times_out_and_the_session_recovers() {
             &session,
             "sized",
             json!({"bytes": 1 << 20, "id_last": true}),
-            opts_ms(800),
+            opts(20),
         ),
     )
     .await;
     assert_eq!(
         outcome,
-        Err(CallError::TimedOut {
-            after: Duration::from_millis(800)
+        Err(CallError::TooLarge {
+            received_bytes: 1 << 20,
+            limit_bytes: LIMIT
         })
     );
+    let slow = within(10, "the other request", slow.outcome()).await;
+    assert!(slow.is_ok(), "the other request answers normally: {slow:?}");
     assert_eq!(session.metrics().oversize_frames, 1);
     assert_usable(&session).await;
+    shutdown_clean(&session).await;
+}
+
+/// After a request ended unanswered (timed out, so its answer may still
+/// come), a response that names no id before the limit is not pinned on the
+/// one request pending: that waits for the id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_may_still_be_answered_stops_the_shortcut() {
+    let session = start(&[], limited()).await;
+    let first = within(
+        10,
+        "timed out",
+        tool(
+            &session,
+            "slow",
+            json!({"steps": 4, "step_ms": 100}),
+            opts_ms(50),
+        ),
+    )
+    .await;
+    assert!(
+        matches!(first, Err(CallError::TimedOut { .. })),
+        "{first:?}"
+    );
+    let outcome = within(
+        10,
+        "id-last oversize",
+        tool(
+            &session,
+            "sized",
+            json!({"bytes": 1 << 20, "id_last": true}),
+            opts(20),
+        ),
+    )
+    .await;
     assert_eq!(
-        session.metrics().cancellations_sent,
-        1,
-        "a timed-out request is cancelled on the server"
+        outcome,
+        Err(CallError::TooLarge {
+            received_bytes: 1 << 20,
+            limit_bytes: LIMIT
+        }),
+        "failed by its id at the end of the line, with the whole size"
     );
     shutdown_clean(&session).await;
 }
@@ -244,21 +334,26 @@ async fn stray_log_line_is_diverted_and_counted() {
     shutdown_clean(&strict).await;
 }
 
-/// A malformed line with a readable id fails that request, and only that one.
+/// A malformed line with a readable id fails that request, and only that
+/// one. With the id after the bad byte nothing past the error is read, but
+/// the line is shaped as a response while only this request is pending: it
+/// fails at once too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_response_fails_its_request() {
     let session = start(&[], SessionConfig::default()).await;
-    let outcome = within(
-        10,
-        "malformed",
-        tool(&session, "malformed", json!({}), opts(5)),
-    )
-    .await;
-    assert!(
-        matches!(outcome, Err(CallError::Malformed { .. })),
-        "{outcome:?}"
-    );
-    assert_eq!(session.metrics().malformed_frames, 1);
+    for id_last in [false, true] {
+        let outcome = within(
+            10,
+            "malformed",
+            tool(&session, "malformed", json!({"id_last": id_last}), opts(5)),
+        )
+        .await;
+        assert!(
+            matches!(outcome, Err(CallError::Malformed { .. })),
+            "id_last={id_last}: {outcome:?}"
+        );
+    }
+    assert_eq!(session.metrics().malformed_frames, 2);
     assert_usable(&session).await;
     shutdown_clean(&session).await;
 }

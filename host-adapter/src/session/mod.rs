@@ -488,11 +488,11 @@ impl Session {
     /// (and sends nothing) if the request had already ended.
     pub fn cancel(&self, id: RequestId, reason: &str) -> bool {
         let shared = self.shared();
-        let ended = shared.pending.lock().expect("pending map").complete(
+        let ended = shared.pending.lock().expect("pending map").end_unanswered(
             id.0,
-            Err(CallError::Cancelled {
+            CallError::Cancelled {
                 reason: reason.into(),
-            }),
+            },
         );
         if ended {
             shared.send_cancellation(id, reason);

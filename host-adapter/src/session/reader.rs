@@ -37,6 +37,7 @@ pub(crate) async fn run(
         dispatcher,
         oversize_seen: 0,
         not_protocol_seen: 0,
+        rejected: None,
     };
     let mut chunk = vec![0u8; shared.config.read_chunk_bytes.max(1)];
     let mut events = Vec::new();
@@ -78,12 +79,23 @@ struct Router {
     dispatcher: mpsc::Sender<Incoming>,
     oversize_seen: u64,
     not_protocol_seen: u64,
+    /// The line being discarded, while nobody was failed for it yet: its
+    /// `Discarded` carries the envelope of the whole line, which names the
+    /// request when the id came after the limit.
+    rejected: Option<Unattributed>,
+}
+
+/// A rejected line that named no request when it was rejected.
+struct Unattributed {
+    offset: u64,
+    error: CallError,
 }
 
 impl Router {
     async fn route(&mut self, event: OwnedEvent) {
-        let counters = &self.shared.counters;
-        let config = &self.shared.config;
+        let shared = self.shared.clone();
+        let counters = &shared.counters;
+        let config = &shared.config;
         match event {
             OwnedEvent::Frame {
                 bytes, envelope, ..
@@ -108,7 +120,8 @@ impl Router {
                     limit,
                     "server message over the transport limit"
                 );
-                self.fail(
+                self.reject(
+                    offset,
                     &envelope,
                     CallError::TooLarge {
                         received_bytes: limit + 1,
@@ -136,7 +149,7 @@ impl Router {
             } => {
                 Counters::bump(&counters.malformed_frames);
                 tracing::warn!(offset, %error, "malformed message from server");
-                self.fail(&envelope, CallError::malformed(error));
+                self.reject(offset, &envelope, CallError::malformed(error));
             }
             OwnedEvent::NotProtocol { line, offset } => {
                 Counters::bump(&counters.not_protocol_lines);
@@ -167,10 +180,57 @@ impl Router {
                 offset,
                 len,
                 at_eof,
+                envelope,
                 ..
             } => {
                 tracing::debug!(offset, len, at_eof, "rejected line ended");
+                if let Some(rejected) = self.rejected.take_if(|r| r.offset == offset) {
+                    let error = match rejected.error {
+                        // Now the whole size is known.
+                        CallError::TooLarge { limit_bytes, .. } => CallError::TooLarge {
+                            received_bytes: len,
+                            limit_bytes,
+                        },
+                        other => other,
+                    };
+                    self.fail(&envelope, error);
+                }
             }
+        }
+    }
+
+    /// A line was rejected at `offset` with what was seen before the limit
+    /// (or the error): fail the request it answers now where that is
+    /// certain, else wait for its `Discarded`.
+    fn reject(&mut self, offset: u64, envelope: &OwnedEnvelope, error: CallError) {
+        if envelope.method.is_some() {
+            return; // A request or notification: nobody here waits for it.
+        }
+        if envelope.id.is_some() {
+            self.fail(envelope, error);
+            return;
+        }
+        // Shaped as a response (`result` or `error` came first, as the
+        // TypeScript SDK writes them) while exactly one request is pending
+        // and no ended one may still be answered: it can only be that one's.
+        let sole = (envelope.has_result || envelope.has_error)
+            .then(|| {
+                self.shared
+                    .pending
+                    .lock()
+                    .expect("pending map")
+                    .sole_pending()
+            })
+            .flatten();
+        match sole {
+            Some(id) => {
+                self.shared
+                    .pending
+                    .lock()
+                    .expect("pending map")
+                    .complete(id, Err(error));
+            }
+            None => self.rejected = Some(Unattributed { offset, error }),
         }
     }
 
@@ -180,11 +240,10 @@ impl Router {
             return;
         }
         if let Some(id) = envelope.id.as_ref().and_then(our_id) {
-            self.shared
-                .pending
-                .lock()
-                .expect("pending map")
-                .complete(id, Err(error));
+            let mut pending = self.shared.pending.lock().expect("pending map");
+            if !pending.complete(id, Err(error)) {
+                pending.answered_late(id);
+            }
         }
     }
 
@@ -201,6 +260,13 @@ impl Router {
                     None => false,
                 };
                 if !delivered {
+                    if let Some(id) = id.as_ref().and_then(our_id) {
+                        shared
+                            .pending
+                            .lock()
+                            .expect("pending map")
+                            .answered_late(id);
+                    }
                     Counters::bump(&shared.counters.late_responses_dropped);
                     tracing::debug!(?id, "response for no pending request dropped");
                 }

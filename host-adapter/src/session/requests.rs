@@ -7,7 +7,7 @@
 //! A response whose id is no longer in the map is dropped and counted, so it
 //! can never reach another caller.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,9 +63,11 @@ pub enum CallError {
         /// Why.
         reason: String,
     },
-    /// The response passed the transport limit. The framer saw the id before
-    /// the limit, so the request failed the moment the limit was crossed,
-    /// without waiting for the rest of the line.
+    /// The response passed the transport limit. The request failed the
+    /// moment that was certain, without ever buffering the line: when the
+    /// limit was crossed if the id came before it (or this was the only
+    /// request pending), else when the id streamed past (an id written
+    /// last, as the TypeScript SDK does).
     #[error(
         "response too large: more than {limit_bytes} bytes (at least {received_bytes} received)"
     )]
@@ -120,6 +122,14 @@ pub(crate) type Delivery = Result<Vec<u8>, CallError>;
 #[derive(Debug, Default)]
 pub(crate) struct PendingMap {
     slots: HashMap<u64, oneshot::Sender<Delivery>>,
+    /// Requests that ended without the server's answer (timed out,
+    /// cancelled, abandoned), whose answer may still come. While there are
+    /// any, a response that names no id cannot be said to be the one
+    /// pending request's: see [`PendingMap::sole_pending`].
+    unanswered: HashSet<u64>,
+    /// More requests ended unanswered than `unanswered` keeps: from then on
+    /// no response is attributed without its id.
+    unanswered_overflowed: bool,
 }
 
 impl PendingMap {
@@ -142,19 +152,66 @@ impl PendingMap {
         }
     }
 
-    /// Removes `id` without delivering (the caller is ending it itself).
-    pub(crate) fn take(&mut self, id: u64) -> bool {
-        self.slots.remove(&id).is_some()
+    /// Ends `id` with `error` before the server answered (a cancellation):
+    /// its answer may still come. Returns false when it was not pending.
+    pub(crate) fn end_unanswered(&mut self, id: u64, error: CallError) -> bool {
+        let ended = self.complete(id, Err(error));
+        if ended {
+            self.note_unanswered(id);
+        }
+        ended
     }
 
-    /// Ends every pending request with a copy of `error`; returns their ids.
+    /// Removes `id` without delivering (the caller is ending it itself,
+    /// without the server's answer).
+    pub(crate) fn take(&mut self, id: u64) -> bool {
+        let taken = self.slots.remove(&id).is_some();
+        if taken {
+            self.note_unanswered(id);
+        }
+        taken
+    }
+
+    /// Ends every pending request with a copy of `error` (none of them
+    /// answered by the server); returns their ids.
     pub(crate) fn fail_all(&mut self, error: &CallError) -> Vec<u64> {
         let mut ids = Vec::with_capacity(self.slots.len());
         for (id, slot) in self.slots.drain() {
             let _ = slot.send(Err(error.clone()));
             ids.push(id);
         }
+        for &id in &ids {
+            self.note_unanswered(id);
+        }
         ids
+    }
+
+    /// Requests ended unanswered that are remembered, at most. Bounds the
+    /// **memory** of a session whose server never answers what it was told
+    /// to cancel; past it, attribution without an id stops for good.
+    const MAX_UNANSWERED: usize = 4096;
+
+    fn note_unanswered(&mut self, id: u64) {
+        if self.unanswered.len() < Self::MAX_UNANSWERED {
+            self.unanswered.insert(id);
+        } else {
+            self.unanswered_overflowed = true;
+        }
+    }
+
+    /// The server's late answer to `id` arrived (and was dropped).
+    pub(crate) fn answered_late(&mut self, id: u64) {
+        self.unanswered.remove(&id);
+    }
+
+    /// The one request a response that names no id must be answering: the
+    /// only one pending, when no ended request may still be answered.
+    /// `None` when that is not certain.
+    pub(crate) fn sole_pending(&self) -> Option<u64> {
+        if self.slots.len() != 1 || !self.unanswered.is_empty() || self.unanswered_overflowed {
+            return None;
+        }
+        self.slots.keys().next().copied()
     }
 }
 
