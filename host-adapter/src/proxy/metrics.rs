@@ -43,9 +43,12 @@ pub struct ProxyMetrics {
     pub errors_sent: u64,
     /// Errors the proxy meant to write but dropped because the peer was not reading.
     pub errors_dropped: u64,
-    /// Oversize responses whose id was written after the limit and recovered
-    /// from the end of the line.
-    pub ids_recovered_from_tail: u64,
+    /// Rejected messages whose id was written after the limit (or the error)
+    /// and named when the line ended, from the envelope of the whole line.
+    pub ids_after_limit: u64,
+    /// Rejected server responses that named no id before the limit,
+    /// answered at once as the only host request in flight.
+    pub answered_as_sole_request: u64,
     /// `tools/call` results clipped to the content budget.
     pub results_clipped: u64,
     /// Results over the content budget that could not be clipped (answered with an error).

@@ -2,7 +2,7 @@
 //! [`Framer`] and decides, per event, what goes on, what is answered with an
 //! error, and what is diverted to stderr.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use drainpipe_framer::budget::{ClipError, Continuation, clip_response};
@@ -14,15 +14,20 @@ use tokio::sync::mpsc;
 use super::ProxyConfig;
 use super::metrics::{DirectionMetrics, ProxyMetrics};
 use super::sink::StderrSink;
-use super::wire::{
-    OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TAIL_BYTES, TOO_LARGE, error_line, id_at_end,
-};
+use super::wire::{OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE, error_line};
 
 /// Host requests still waiting for the server's answer: id token as written →
 /// whether it is a `tools/call` (whose result may be clipped).
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     requests: HashMap<Vec<u8>, bool>,
+    /// Requests the host cancelled, whose answer may still come. While
+    /// there are any, a response that names no id is not pinned on the
+    /// one request in flight (see [`InFlight::sole`]).
+    cancelled: HashSet<Vec<u8>>,
+    /// More were cancelled than `cancelled` keeps: attribution without an
+    /// id stops for good.
+    cancelled_overflowed: bool,
 }
 
 impl InFlight {
@@ -43,8 +48,30 @@ impl InFlight {
         self.requests.remove(id)
     }
 
-    fn contains(&self, id: &[u8]) -> bool {
-        self.requests.contains_key(id)
+    /// The host cancelled `id`: the server need not answer it, but may.
+    fn cancel(&mut self, id: Vec<u8>) {
+        if self.requests.remove(&id).is_none() {
+            return;
+        }
+        if self.cancelled.len() < Self::MAX_TRACKED {
+            self.cancelled.insert(id);
+        } else {
+            self.cancelled_overflowed = true;
+        }
+    }
+
+    /// A response for `id` arrived while it was not in flight.
+    fn answered_late(&mut self, id: &[u8]) {
+        self.cancelled.remove(id);
+    }
+
+    /// The request a response that names no id must be answering: the only
+    /// one in flight, when no cancelled one may still be answered.
+    fn sole(&self) -> Option<Vec<u8>> {
+        if self.requests.len() != 1 || !self.cancelled.is_empty() || self.cancelled_overflowed {
+            return None;
+        }
+        self.requests.keys().next().cloned()
     }
 
     /// Empties the table; returns the ids that were still waiting.
@@ -80,10 +107,13 @@ pub(crate) struct Router {
     pub(crate) answer_other: mpsc::Sender<Vec<u8>>,
 }
 
-/// A line that was rejected while its id was not seen yet: its end may
-/// still name the request (see [`id_at_end`]).
-struct TailWatch {
+/// A line that was rejected while its id was not seen yet: its
+/// `Discarded` carries the envelope of the whole line, which names the
+/// request when the id came after the limit.
+struct Unattributed {
     offset: u64,
+    code: i64,
+    what: String,
 }
 
 impl Router {
@@ -127,9 +157,7 @@ impl Router {
             }
             other => other.into(),
         };
-        // The stream's last bytes before the current chunk, for `TailWatch`.
-        let mut history: Vec<u8> = Vec::with_capacity(TAIL_BYTES);
-        let mut watch: Option<TailWatch> = None;
+        let mut watch: Option<Unattributed> = None;
         loop {
             let n = match input.read(&mut chunk).await {
                 Ok(0) => break,
@@ -140,29 +168,19 @@ impl Router {
                     break;
                 }
             };
-            let chunk_start = framer.position();
             framer.push(&chunk[..n], |event| events.push(owned(event)));
             self.with_metrics(|d, _| d.bytes += n as u64);
             for event in events.drain(..) {
-                let tail = |end: u64| window(&history, chunk_start, &chunk[..n], end);
-                self.route(event, &mut watch, tail).await;
+                self.route(event, &mut watch).await;
             }
-            keep_tail(&mut history, &chunk[..n]);
         }
-        let end = framer.position();
         framer.finish(|event| events.push(owned(event)));
         for event in events.drain(..) {
-            let tail = |at: u64| window(&history, end, &[], at);
-            self.route(event, &mut watch, tail).await;
+            self.route(event, &mut watch).await;
         }
     }
 
-    async fn route(
-        &mut self,
-        event: OwnedEvent,
-        watch: &mut Option<TailWatch>,
-        tail: impl Fn(u64) -> Vec<u8>,
-    ) {
+    async fn route(&mut self, event: OwnedEvent, watch: &mut Option<Unattributed>) {
         match event {
             OwnedEvent::Frame {
                 bytes: line,
@@ -180,12 +198,8 @@ impl Router {
                     "{} message at offset {offset} is over the transport limit of {limit} bytes",
                     self.peer()
                 );
-                if looks_like_json && envelope.id.is_none() && envelope.method.is_none() {
-                    // Serialisers that write `id` last put it past the limit.
-                    self.sink.line(&format!(
-                        "{what}; no id before the limit, looking at the line's end"
-                    ));
-                    *watch = Some(TailWatch { offset });
+                if looks_like_json {
+                    *watch = self.reject_or_wait(offset, &envelope, TOO_LARGE, what);
                 } else {
                     self.reject(&envelope, TOO_LARGE, &what);
                 }
@@ -197,17 +211,23 @@ impl Router {
             } => {
                 self.with_metrics(|d, _| d.malformed += 1);
                 let what = malformed_text(self.peer(), offset, error);
-                self.reject(&envelope, PARSE_ERROR, &what);
+                *watch = self.reject_or_wait(offset, &envelope, PARSE_ERROR, what);
             }
-            OwnedEvent::Discarded { offset, len, .. } => {
+            OwnedEvent::Discarded {
+                offset,
+                len,
+                envelope,
+                ..
+            } => {
                 self.with_metrics(|d, _| d.bytes_dropped += len);
-                if watch.as_ref().is_some_and(|w| w.offset == offset) {
-                    *watch = None;
-                    if !self.recover_id(&tail(offset + len), offset, len) {
-                        self.sink.line(&format!(
-                            "no request id at the end of the rejected line at offset {offset} either; nobody to answer"
-                        ));
+                if let Some(waiting) = watch.take_if(|w| w.offset == offset) {
+                    // The envelope of the whole line: an id written after
+                    // the limit (as the TypeScript SDK writes it) is here.
+                    let what = format!("{} ({len} bytes in all)", waiting.what);
+                    if envelope.id.is_some() {
+                        self.with_metrics(|_, m| m.ids_after_limit += 1);
                     }
+                    self.reject(&envelope, waiting.code, &what);
                 }
             }
             OwnedEvent::NotProtocol { offset, line } => {
@@ -258,13 +278,20 @@ impl Router {
                     // The server need not answer a cancelled request: stop
                     // waiting for it, so it is not failed again at exit.
                     if let Some(id) = cancelled_request(&line) {
-                        self.in_flight.lock().expect("in flight").remove(&id);
+                        self.in_flight.lock().expect("in flight").cancel(id);
                     }
                 }
                 line
             }
             (Direction::ServerToHost, None, Some(id)) if is_response => {
-                let tool_call = self.in_flight.lock().expect("in flight").remove(&id);
+                let tool_call = {
+                    let mut in_flight = self.in_flight.lock().expect("in flight");
+                    let tool_call = in_flight.remove(&id);
+                    if tool_call.is_none() {
+                        in_flight.answered_late(&id);
+                    }
+                    tool_call
+                };
                 match (tool_call, self.config.clip_bytes) {
                     (Some(true), Some(budget)) if line.len() - 1 > budget => {
                         self.clip(&line, &id, budget)
@@ -317,6 +344,39 @@ impl Router {
                 error_line(id, OVER_BUDGET, &message)
             }
         }
+    }
+
+    /// A line was rejected with what was seen before the limit (or the
+    /// error). Answers now if its id is known, or if it is shaped as the
+    /// server's response while exactly one host request is in flight (it
+    /// can only be that one's); otherwise returns the rejection, for the
+    /// line's `Discarded` to attribute by the whole line's envelope.
+    fn reject_or_wait(
+        &mut self,
+        offset: u64,
+        envelope: &OwnedEnvelope,
+        code: i64,
+        what: String,
+    ) -> Option<Unattributed> {
+        if envelope.id.is_some() {
+            self.reject(envelope, code, &what);
+            return None;
+        }
+        let shaped_as_response = envelope.method.is_none()
+            && (envelope.has_result || envelope.has_error)
+            && self.direction == Direction::ServerToHost;
+        let sole = shaped_as_response
+            .then(|| self.in_flight.lock().expect("in flight").sole())
+            .flatten();
+        if let Some(id) = sole {
+            self.with_metrics(|_, m| m.answered_as_sole_request += 1);
+            self.answer_requester(&id, code, &format!("{what} (the only request waiting)"));
+            return None;
+        }
+        self.sink.line(&format!(
+            "{what}; no id before it, attributing it when the line ends"
+        ));
+        Some(Unattributed { offset, code, what })
     }
 
     /// Answers for a message that will not be forwarded, when its id is known:
@@ -391,26 +451,6 @@ impl Router {
             }
         });
     }
-
-    /// An oversize server response whose id came after the limit: the end of
-    /// the line may still name it.
-    fn recover_id(&mut self, tail: &[u8], offset: u64, len: u64) -> bool {
-        let Some(id) = id_at_end(tail) else {
-            return false;
-        };
-        let waiting = self.direction == Direction::ServerToHost
-            && self.in_flight.lock().expect("in flight").contains(id);
-        if waiting {
-            let id = id.to_vec();
-            let limit = self.config.framer.max_frame_bytes();
-            let what = format!(
-                "server response at offset {offset} ({len} bytes) is over the transport limit of {limit} bytes"
-            );
-            self.with_metrics(|_, m| m.ids_recovered_from_tail += 1);
-            return self.answer_requester(&id, TOO_LARGE, &what);
-        }
-        false
-    }
 }
 
 fn malformed_text(peer: &str, offset: u64, error: JsonError) -> String {
@@ -440,31 +480,6 @@ pub(crate) fn id_token(id: &OwnedId) -> Vec<u8> {
     }
 }
 
-/// Up to [`TAIL_BYTES`] of the stream before position `end`, from the kept
-/// history and the current chunk (which starts at `chunk_start`).
-fn window(history: &[u8], chunk_start: u64, chunk: &[u8], end: u64) -> Vec<u8> {
-    let from_chunk = (end.saturating_sub(chunk_start) as usize).min(chunk.len());
-    let mut out = Vec::with_capacity(TAIL_BYTES);
-    if from_chunk < TAIL_BYTES {
-        let need = TAIL_BYTES - from_chunk;
-        out.extend_from_slice(&history[history.len().saturating_sub(need)..]);
-    }
-    let chunk_part = &chunk[..from_chunk];
-    out.extend_from_slice(&chunk_part[chunk_part.len().saturating_sub(TAIL_BYTES)..]);
-    out
-}
-
-fn keep_tail(history: &mut Vec<u8>, chunk: &[u8]) {
-    if chunk.len() >= TAIL_BYTES {
-        history.clear();
-        history.extend_from_slice(&chunk[chunk.len() - TAIL_BYTES..]);
-    } else {
-        history.extend_from_slice(chunk);
-        let excess = history.len().saturating_sub(TAIL_BYTES);
-        history.drain(..excess);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,20 +494,5 @@ mod tests {
             cancelled_request(br#"{"method":"notifications/cancelled"}"#),
             None
         );
-    }
-
-    #[test]
-    fn the_window_joins_history_and_chunk() {
-        let history: Vec<u8> = (0..=255u8).collect();
-        let chunk = [1u8, 2, 3];
-        // Stream positions: history is 0..256, the chunk 256..259.
-        let w = window(&history, 256, &chunk, 258);
-        assert_eq!(w.len(), TAIL_BYTES);
-        assert_eq!(&w[w.len() - 2..], &[1, 2]);
-        assert_eq!(w[0], 2);
-        let mut kept = history.clone();
-        keep_tail(&mut kept, &chunk);
-        assert_eq!(kept.len(), TAIL_BYTES);
-        assert_eq!(&kept[kept.len() - 3..], &chunk);
     }
 }

@@ -1,5 +1,4 @@
-//! The few messages the proxy writes itself, and the id of a rejected line
-//! recovered from its end.
+//! The few messages the proxy writes itself.
 
 /// JSON-RPC error code for a message over the transport limit
 /// (implementation-defined server-error range).
@@ -24,48 +23,6 @@ pub(crate) fn error_line(id: &[u8], code: i64, message: &str) -> Vec<u8> {
     line
 }
 
-/// Bytes of a rejected line's end kept to look for an `id` written after the
-/// transport limit (as serialisers that put `id` last do).
-pub(crate) const TAIL_BYTES: usize = 256;
-
-/// The id token of a line whose end is `tail`, if the line ends with a
-/// top-level `"id":<number or string>}`. A heuristic: the caller only trusts
-/// it when the token is a request it is waiting for.
-pub(crate) fn id_at_end(tail: &[u8]) -> Option<&[u8]> {
-    let tail = trim_end(tail);
-    let body = tail.strip_suffix(b"}")?;
-    let body = trim_end(body);
-    let token_start = if body.ends_with(b"\"") {
-        // A string id: find its opening quote (ids with escaped quotes are
-        // not recovered).
-        let inner = &body[..body.len() - 1];
-        memchr::memrchr(b'"', inner)?
-    } else {
-        body.iter()
-            .rposition(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))?
-            + 1
-    };
-    let token = &body[token_start..];
-    if token.is_empty() {
-        return None;
-    }
-    let key = trim_end(&body[..token_start]).strip_suffix(b":")?;
-    let key = trim_end(key).strip_suffix(b"\"id\"")?;
-    // `\"id\"` would be text inside a string, not a key.
-    if key.ends_with(b"\\") {
-        return None;
-    }
-    matches!(trim_end(key).last(), Some(b',' | b'{')).then_some(token)
-}
-
-fn trim_end(bytes: &[u8]) -> &[u8] {
-    let end = bytes
-        .iter()
-        .rposition(|b| !matches!(b, b' ' | b'\t' | b'\r'))
-        .map_or(0, |at| at + 1);
-    &bytes[..end]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,28 +35,5 @@ mod tests {
         assert_eq!(value["error"]["code"], TOO_LARGE);
         assert_eq!(value["error"]["message"], "too \"large\"");
         assert!(line.ends_with(b"}\n"));
-    }
-
-    #[test]
-    fn the_id_is_found_only_as_the_last_top_level_member() {
-        let cases: &[(&[u8], Option<&[u8]>)] = &[
-            (b"xxxxx\"}]},\"id\":41}", Some(b"41")),
-            (b"xxxxx\"}]}, \"id\" : \"abc\" }\r", Some(b"\"abc\"")),
-            (b"{\"id\":-7}", Some(b"-7")),
-            (b"xxxxx\"}]}}", None),
-            (b"xxx\"id\":5}}", None),
-            (b"text \\\"id\\\":5}", None),
-            (b"xxx\"uid\":5}", None),
-            (b"xxx,\"id\":}", None),
-            (b"", None),
-        ];
-        for (tail, expected) in cases {
-            assert_eq!(
-                id_at_end(tail),
-                *expected,
-                "{}",
-                String::from_utf8_lossy(tail)
-            );
-        }
     }
 }
