@@ -2,8 +2,6 @@
 
 mod session_support;
 
-use std::time::Duration;
-
 use drainpipe_framer::Config;
 use drainpipe_host::session::{CallError, OversizePolicy, SessionConfig};
 use serde_json::json;
