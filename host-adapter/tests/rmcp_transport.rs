@@ -360,3 +360,70 @@ async fn plain_rmcp_hangs_on_a_python_sdk_server_where_drainpipe_answers() {
     within(20, "close", client.cancel()).await.expect("close");
     within(20, "shutdown", session.shutdown()).await;
 }
+
+/// The official `server-filesystem` (TypeScript SDK 1.x, which writes `id`
+/// last), from the release suite's pinned install; `None` (or a failure under
+/// `DRAINPIPE_REQUIRE_PEERS`) when it is not installed.
+fn typescript_filesystem_server(root: &Path) -> Option<tokio::process::Command> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../tests/peers/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+    );
+    if !script.is_file() {
+        let message = format!(
+            "SKIPPED: {} is missing; install the peers with `bash tests/peers/setup.sh`",
+            script.display()
+        );
+        if std::env::var_os("DRAINPIPE_REQUIRE_PEERS").is_some() {
+            panic!("{message}");
+        }
+        eprintln!("{message}");
+        return None;
+    }
+    let mut command = tokio::process::Command::new("node");
+    command.arg(script).arg(root);
+    Some(command)
+}
+
+/// rmcp over the guarded transport, in front of a TypeScript SDK server
+/// whose 30 MiB read answers with a 63 MB line, `id` last: a `too_large`
+/// error for that call at once (rmcp alone would leave it pending forever),
+/// and the next call works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_over_drainpipe_with_a_typescript_sdk_server_writing_the_id_last() {
+    let root = std::env::temp_dir().join(format!("drainpipe-rmcp-ts-{}", std::process::id()));
+    std::fs::create_dir_all(&root).expect("served directory");
+    let root = root.canonicalize().expect("canonical");
+    let file = root.join("thirty.txt");
+    std::fs::write(&file, "«texto» \"q\" \\ ".repeat((30 << 20) / 17)).expect("write");
+    let Some(server) = typescript_filesystem_server(&root) else {
+        return;
+    };
+    let (client, session) = guarded(server, 16 * MIB).await;
+    let started = Instant::now();
+    let error = within(
+        20,
+        "the oversize read",
+        call(&client, "read_text_file", json!({"path": file})),
+    )
+    .await
+    .expect_err("too large");
+    let took = started.elapsed();
+    assert_eq!(
+        drainpipe_tag(&error).as_deref(),
+        Some("too_large"),
+        "{error:?}"
+    );
+    let dirs = within(
+        30,
+        "the next call",
+        call(&client, "list_allowed_directories", json!({})),
+    )
+    .await
+    .expect("still usable");
+    assert!(text_of(&dirs).contains("Allowed directories"), "{dirs:?}");
+    assert_eq!(session.metrics().oversize_frames, 1);
+    eprintln!("figure: rmcp + server-filesystem 30 MiB read: too_large in {took:?}");
+    within(20, "close", client.cancel()).await.expect("close");
+    within(20, "shutdown", session.shutdown()).await;
+    let _ = std::fs::remove_dir_all(&root);
+}

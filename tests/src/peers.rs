@@ -62,6 +62,21 @@ impl NodePeer {
         ]
     }
 
+    /// The official `server-filesystem` serving `root`, from the pinned
+    /// install. Built on the TypeScript SDK 1.x: it writes `id` last, and
+    /// `read_text_file` sends the text twice (`content` and
+    /// `structuredContent`).
+    pub fn filesystem_server(&self, root: &Path) -> Vec<String> {
+        vec![
+            self.node.display().to_string(),
+            self.dir
+                .join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+                .display()
+                .to_string(),
+            root.display().to_string(),
+        ]
+    }
+
     /// `server-everything` on stdio, from the pinned install.
     pub fn everything_server(&self) -> Vec<String> {
         vec![
@@ -85,6 +100,7 @@ pub fn node() -> Result<NodePeer, String> {
             for package in [
                 "@modelcontextprotocol/sdk",
                 "@modelcontextprotocol/server-everything",
+                "@modelcontextprotocol/server-filesystem",
             ] {
                 let manifest = dir.join("node_modules").join(package).join("package.json");
                 if !manifest.is_file() {

@@ -324,7 +324,7 @@ async fn large_result(session: &Session, args: &CheckArgs, options: CallOptions)
         Err(CallError::TooLarge { .. }) => (
             false,
             format!(
-                "the response passed the {limit} transport limit (a host without a limit would have to buffer it whole)"
+                "the response passed the {limit} transport limit, known in {elapsed} (a host without a limit would have to buffer it whole)"
             ),
         ),
         Err(error) => (false, error.to_string()),

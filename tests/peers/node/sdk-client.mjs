@@ -5,6 +5,8 @@
 //
 //   node sdk-client.mjs everything [--rounds N] -- <server command…>
 //   node sdk-client.mjs oversized --expect-large ok|error [--rounds N] -- <server command…>
+//   node sdk-client.mjs read-too-large --file PATH -- <server-filesystem command…>
+//   node sdk-client.mjs send-too-large --bytes N -- <server-everything command…>
 //
 // Every check throws on failure (exit 1). The last stdout line is a JSON
 // summary with the round-trip figures, which the Rust test reads.
@@ -137,6 +139,47 @@ async function oversized(client, summary) {
   summary.rtt_p90_ms = pick(samples, 0.9);
 }
 
+/// The error a call rejected with, as `{ code, message, ms }`; throws if it
+/// answered instead.
+async function expectError(call) {
+  const start = process.hrtime.bigint();
+  try {
+    const result = await call();
+    throw new Error(`check failed: expected an error, got a result: ${JSON.stringify(result).slice(0, 200)}`);
+  } catch (error) {
+    if (String(error.message).startsWith("check failed")) throw error;
+    return { code: error.code, message: error.message, ms: elapsedMs(start) };
+  }
+}
+
+/// A read from `server-filesystem` whose answer (the text twice, `id` last)
+/// passes the proxy's limit: an error for that request, then the next call.
+async function readTooLarge(client, summary) {
+  const path = option("--file");
+  summary.large = await expectError(() =>
+    client.callTool({ name: "read_text_file", arguments: { path } }, undefined, { timeout: 30000 }),
+  );
+  check(typeof summary.large.code === "number", `a JSON-RPC error: ${JSON.stringify(summary.large)}`);
+  check(!/timed out/i.test(summary.large.message), `an error, not a timeout: ${summary.large.message}`);
+  const start = process.hrtime.bigint();
+  const dirs = await client.callTool({ name: "list_allowed_directories", arguments: {} });
+  summary.after_large_ms = elapsedMs(start);
+  check(dirs.content[0].text.includes("Allowed directories"), `next call: ${dirs.content[0].text}`);
+}
+
+/// A request over the proxy's limit, from this client (which writes `id`
+/// last): an error for its id, then the next call.
+async function sendTooLarge(client, summary) {
+  const message = "m".repeat(Number(option("--bytes", String(5 << 20))));
+  summary.large = await expectError(() =>
+    client.callTool({ name: "echo", arguments: { message } }, undefined, { timeout: 30000 }),
+  );
+  check(typeof summary.large.code === "number", `a JSON-RPC error: ${JSON.stringify(summary.large)}`);
+  check(!/timed out/i.test(summary.large.message), `an error, not a timeout: ${summary.large.message}`);
+  const after = await client.callTool({ name: "echo", arguments: { message: "after" } });
+  check(after.content[0].text === "Echo: after", `next call: ${after.content[0].text}`);
+}
+
 const transport = new StdioClientTransport({ command, args, stderr: "inherit", env: process.env });
 const client = new Client({ name: "drainpipe-release-sdk-client", version: "0.0.0" });
 const summary = { mode, peer: "typescript-sdk" };
@@ -144,6 +187,8 @@ try {
   await client.connect(transport);
   if (mode === "everything") await everything(client, summary);
   else if (mode === "oversized") await oversized(client, summary);
+  else if (mode === "read-too-large") await readTooLarge(client, summary);
+  else if (mode === "send-too-large") await sendTooLarge(client, summary);
   else throw new Error(`unknown mode ${mode}`);
   summary.ok = true;
 } catch (error) {
