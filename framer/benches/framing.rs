@@ -118,9 +118,48 @@ fn bench_workload(c: &mut Criterion, name: &str, data: &[u8], chunks: &[usize]) 
     group.finish();
 }
 
+/// The large workload over a 1 MiB limit: every line is rejected and
+/// discarded. With validation on, the discarded part still goes through the
+/// validator (to find an `id` written after the limit); framing-only just
+/// looks for the newline.
+fn bench_over_the_limit(c: &mut Criterion, data: &[u8]) {
+    let mut group = c.benchmark_group("large_over_the_limit");
+    group.throughput(Throughput::Bytes(data.len() as u64));
+    group.sample_size(10);
+    let over = |validate: bool| {
+        Config::default()
+            .with_max_frame_bytes(1 << 20)
+            .with_json_validation(validate)
+    };
+    let discarded = |config: Config| {
+        let mut framer = Framer::new(config);
+        let mut ids = 0usize;
+        for piece in data.chunks(64 << 10) {
+            framer.push(piece, |e| {
+                if let Event::Discarded { envelope, .. } = e {
+                    ids += usize::from(black_box(envelope.id).is_some());
+                }
+            });
+        }
+        ids
+    };
+    assert_eq!(
+        discarded(over(true)),
+        memchr::memchr_iter(b'\n', data).count()
+    );
+    group.bench_function("drainpipe_strict_json_discarding", |b| {
+        b.iter(|| discarded(over(true)))
+    });
+    group.bench_function("drainpipe_frame_utf8_discarding", |b| {
+        b.iter(|| discarded(over(false)))
+    });
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let large = workload::large(4, 8 << 20, 1);
     bench_workload(c, "large", &large, &[64 << 10]);
+    bench_over_the_limit(c, &large);
     let small = workload::small(1_000_000, 2);
     bench_workload(c, "small", &small, &[4 << 10, 64 << 10]);
 }

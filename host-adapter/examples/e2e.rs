@@ -7,6 +7,11 @@
 //! e2e flood <GIB> <native|component>
 //!                             a child writes GIB GiB on one line, max_frame 1 MiB; run it
 //!                             under `/usr/bin/time -v` for the peak RSS
+//! e2e id-last [MIB]           the fixture answers with MIB MiB (default 200), `id` last,
+//!                             over a 4 MiB limit: when the limit was crossed, when the
+//!                             error came and when the line ended, with the request alone
+//!                             and with another pending (needs `cargo build --release
+//!                             -p drainpipe-host --bins` for the fixture)
 //! ```
 
 use std::time::{Duration, Instant};
@@ -105,6 +110,79 @@ async fn flood(gib: u64, backend: &str) {
     );
 }
 
+/// The fixture built beside this example (`target/<profile>/drainpipe-fixture`).
+fn fixture() -> Command {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe
+        .parent()
+        .and_then(|examples| examples.parent())
+        .expect("target dir");
+    let path = dir.join("drainpipe-fixture");
+    assert!(
+        path.is_file(),
+        "{} is missing: cargo build --release -p drainpipe-host --bins",
+        path.display()
+    );
+    Command::new(path)
+}
+
+/// One id-last oversize answer of `mib` MiB: returns (limit crossed, error,
+/// line ended), each from the moment the request was sent.
+async fn id_last(mib: u64, others_pending: bool) -> (Duration, Duration, Duration) {
+    let limit = 4u64 << 20;
+    let bytes = mib << 20;
+    let session = Session::spawn(fixture(), config("native", limit as usize)).expect("spawn");
+    let options = || drainpipe_host::session::CallOptions::timeout(Duration::from_secs(600));
+    let slow = if others_pending {
+        let arguments = serde_json::json!({"steps": 100, "step_ms": 100});
+        Some(
+            session
+                .start_tool("slow", arguments, options())
+                .await
+                .expect("slow sent"),
+        )
+    } else {
+        None
+    };
+    let arguments = serde_json::json!({"bytes": bytes, "id_last": true});
+    let before = session.metrics().stdout_bytes;
+    let started = Instant::now();
+    let call = session
+        .start_tool("sized", arguments, options())
+        .await
+        .expect("sent");
+    // Watch the bytes read, to see when the limit and the line's end passed.
+    let watcher = {
+        let session = session.clone();
+        tokio::spawn(async move {
+            let mut crossed = None;
+            loop {
+                let read = session.metrics().stdout_bytes - before;
+                if crossed.is_none() && read > limit {
+                    crossed = Some(started.elapsed());
+                }
+                if read >= bytes {
+                    return (crossed.expect("crossed first"), started.elapsed());
+                }
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+        })
+    };
+    let outcome = call.outcome().await;
+    let error_at = started.elapsed();
+    assert!(
+        matches!(
+            outcome,
+            Err(drainpipe_host::session::CallError::TooLarge { .. })
+        ),
+        "{outcome:?}"
+    );
+    let (crossed, ended) = watcher.await.expect("watcher");
+    drop(slow);
+    session.shutdown().await;
+    (crossed, error_at, ended)
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -131,6 +209,23 @@ async fn main() {
             let gib: u64 = args.get(1).map_or(1, |s| s.parse().expect("GiB"));
             flood(gib, args.get(2).map_or("native", String::as_str)).await;
         }
-        _ => eprintln!("usage: e2e throughput [GIB] | e2e flood <GIB> <native|component>"),
+        Some("id-last") => {
+            let mib: u64 = args.get(1).map_or(200, |s| s.parse().expect("MiB"));
+            for others in [false, true] {
+                let (crossed, error, ended) = id_last(mib, others).await;
+                println!(
+                    "{mib} MiB id-last answer, {}: limit crossed at {crossed:.1?}, error at {error:.1?} ({:+.1} ms from the limit), line ended at {ended:.1?}",
+                    if others {
+                        "another request pending"
+                    } else {
+                        "the only request pending"
+                    },
+                    (error.as_secs_f64() - crossed.as_secs_f64()) * 1e3,
+                );
+            }
+        }
+        _ => eprintln!(
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB]"
+        ),
     }
 }
