@@ -20,11 +20,13 @@
 //! | `operations` | [`ops::OpsInput`] | push/finish/reset/stats in any order keep the model's invariants |
 //! | `component_parity` | [`case`] layout | the wasmtime component gives the native framer's events, step by step (feature `component`) |
 //! | `budget` | [`budget::BudgetInput`] | byte counts equal `serde_json`'s; results and clipped responses within budget, valid, honest about truncation; capture counters add up |
+//! | `condense` | [`condense::CondenseInput`] | a condensed response is valid, within budget, the original but for the documented cuts, the same under any chunking |
 //!
 //! Every property asserts the memory bound after each push.
 
 pub mod budget;
 pub mod case;
+pub mod condense;
 pub mod json_line;
 pub mod ops;
 pub mod oversize;
@@ -35,6 +37,7 @@ pub mod streams;
 
 pub use budget::check_budget;
 pub use case::Case;
+pub use condense::check_condense;
 pub use json_line::check_json_line;
 pub use ops::check_ops;
 pub use oversize::check_oversize;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use arbitrary::{Arbitrary, Unstructured};
 use drainpipe_fuzz::budget::BudgetInput;
+use drainpipe_fuzz::condense::CondenseInput;
 use drainpipe_fuzz::ops::OpsInput;
 use drainpipe_fuzz::oversize::OversizeInput;
 use drainpipe_fuzz::{
@@ -92,6 +93,15 @@ fn budget_corpus() {
     replay("budget", |bytes| {
         if let Some(input) = structured::<BudgetInput>(bytes) {
             check_budget(&input);
+        }
+    });
+}
+
+#[test]
+fn condense_corpus() {
+    replay("condense", |bytes| {
+        if let Some(input) = structured::<CondenseInput>(bytes) {
+            drainpipe_fuzz::check_condense(&input);
         }
     });
 }

@@ -24,6 +24,7 @@
 
 mod capture;
 mod clip;
+mod condense;
 mod config;
 mod layout;
 mod notice;
@@ -32,6 +33,7 @@ mod wire;
 
 pub use capture::{Capture, CaptureReport, CapturedOutput};
 pub use clip::{ClipError, clip_response};
+pub use condense::{CondenseError, Condensed, Condenser, MARKER_KEY, MIN_CONDENSE_BUDGET};
 pub use config::{BudgetError, Continuation, ResultConfig};
 pub use result::{BudgetedResult, Pushed, ResultBuilder};
 pub use wire::{escaped_len, longest_prefix_within, value_wire_len};

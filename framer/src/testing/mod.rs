@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 pub use crate::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
 use crate::{Config, Framer, Stats};
 
+pub mod condense;
 mod naive;
 pub mod workload;
 

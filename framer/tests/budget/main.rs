@@ -4,6 +4,7 @@
 
 mod capture;
 mod clip;
+mod condense;
 mod result;
 mod wire;
 

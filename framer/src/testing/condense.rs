@@ -1,0 +1,321 @@
+//! Generated `tools/call` responses and the oracle for the
+//! [`Condenser`](crate::budget::Condenser): shared by the property tests and
+//! the fuzz target.
+//!
+//! The oracle checks what the condenser promises, from the original and the
+//! output alone: the output is valid JSON within the budget; parsed, it
+//! equals the original except for the documented edits (each cut string is
+//! a prefix of the original, each cut array a prefix, a content block whose
+//! binary value was left out replaced by a text block, one notice block
+//! appended to `content`, the marker merged into `_meta`); a mirror in
+//! `structuredContent` is cut like the text it mirrors; the marker's sizes
+//! are the real ones.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use serde_json::{Map, Value, json};
+
+use super::Rng;
+use crate::budget::{Condensed, Condenser, MARKER_KEY};
+
+/// Characters that exercise every escape and UTF-8 width.
+const CHARS: &[char] = &[
+    'a', 'b', 'c', ' ', 'x', 'y', 'z', '\n', '"', '\\', '/', '\t', '\u{1}', 'é', '€', '日', '😀',
+];
+
+/// A text of about `len` characters.
+pub fn text(rng: &mut Rng, len: usize) -> String {
+    (0..len)
+        .map(|_| {
+            if rng.below(4) == 0 {
+                CHARS[rng.below(CHARS.len())]
+            } else {
+                'x'
+            }
+        })
+        .collect()
+}
+
+/// A `tools/call` response: text, image and resource blocks, a mirror of
+/// the first text in `structuredContent` (as the official SDKs write it)
+/// or other structured data, `_meta`, `resultType`, with `id` first or
+/// last. Sizes range from tiny to a few hundred kilobytes.
+pub fn tool_response(rng: &mut Rng) -> Vec<u8> {
+    let big = |rng: &mut Rng| match rng.below(4) {
+        0 => rng.below(40),
+        1 => rng.below(2_000),
+        2 => rng.below(40_000),
+        _ => rng.below(200_000),
+    };
+    let mut content = Vec::new();
+    let mut first_text = None;
+    for _ in 0..rng.below(5) {
+        let block = match rng.below(5) {
+            0 => {
+                json!({"type": "image", "data": "QUJD".repeat(big(rng) / 4 + 1), "mimeType": "image/png"})
+            }
+            1 => {
+                json!({"type": "resource", "resource": {"uri": "file:///a", "mimeType": "application/octet-stream", "blob": "QUJD".repeat(big(rng) / 4 + 1)}})
+            }
+            2 => {
+                let len = big(rng);
+                json!({"type": "resource", "resource": {"uri": "file:///t", "text": text(rng, len)}})
+            }
+            _ => {
+                let len = big(rng);
+                let t = text(rng, len);
+                first_text.get_or_insert_with(|| t.clone());
+                json!({"type": "text", "text": t})
+            }
+        };
+        content.push(block);
+    }
+    if rng.below(5) == 0 {
+        // Many small blocks: an array cut to a prefix.
+        for i in 0..rng.below(3_000) {
+            content.push(json!({"type": "text", "text": format!("line {i}")}));
+        }
+    }
+    let mut result = Map::new();
+    let structured = match (rng.below(3), first_text) {
+        (0, Some(t)) => Some(json!({"content": t})),
+        (1, Some(t)) => Some(json!({"result": t, "n": 3})),
+        (2, _) => Some(
+            json!({"items": (0..rng.below(500)).map(|i| json!({"i": i, "s": text(rng, 20)})).collect::<Vec<_>>(), "ok": true}),
+        ),
+        _ => None,
+    };
+    let meta = (rng.below(3) == 0).then(|| json!({"progressToken": 5, "x/y": "z"}));
+    // Member order varies: the Python SDK sorts, TypeScript keeps insertion.
+    let mut members: Vec<(&str, Value)> = vec![("content", Value::Array(content))];
+    if let Some(structured) = structured {
+        members.push(("structuredContent", structured));
+    }
+    if let Some(meta) = meta {
+        members.push(("_meta", meta));
+    }
+    if rng.below(2) == 0 {
+        members.push(("resultType", json!("complete")));
+    }
+    if rng.below(4) == 0 {
+        members.push(("isError", json!(false)));
+    }
+    if rng.below(2) == 0 {
+        members.reverse();
+    }
+    for (key, value) in members {
+        result.insert(key.to_string(), value);
+    }
+    let result = Value::Object(result);
+    let line = if rng.below(2) == 0 {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
+            rng.below(100)
+        )
+    } else {
+        format!(
+            r#"{{"result":{result},"jsonrpc":"2.0","id":"r-{}"}}"#,
+            rng.below(100)
+        )
+    };
+    line.into_bytes()
+}
+
+/// Condenses `line` fed in pieces of the given lengths (cycled).
+pub fn condense_split(line: &[u8], budget: usize, lengths: &[usize]) -> Result<Condensed, String> {
+    let mut condenser = Condenser::new(budget).map_err(|e| e.to_string())?;
+    let mut rest = line;
+    let mut step = 0;
+    while !rest.is_empty() {
+        let len = lengths
+            .get(step % lengths.len().max(1))
+            .copied()
+            .unwrap_or(rest.len())
+            .clamp(1, rest.len());
+        step += 1;
+        let (piece, tail) = rest.split_at(len);
+        condenser.feed(piece).map_err(|e| e.to_string())?;
+        assert!(condenser.written() <= budget, "wrote past the budget");
+        rest = tail;
+    }
+    condenser.finish().map_err(|e| e.to_string())
+}
+
+/// Checks `condensed`, the condenser's answer for `original` under
+/// `budget` (see the module docs). `Err` says what is wrong.
+pub fn check_condensed(
+    original: &[u8],
+    budget: usize,
+    condensed: &Condensed,
+) -> Result<(), String> {
+    let frame = match condensed {
+        Condensed::Unchanged => {
+            return if original.len() <= budget {
+                Ok(())
+            } else {
+                Err(format!(
+                    "unchanged, but {} bytes > budget {budget}",
+                    original.len()
+                ))
+            };
+        }
+        Condensed::Cut {
+            frame,
+            original_bytes,
+            ..
+        } => {
+            if *original_bytes != original.len() as u64 {
+                return Err("original_bytes".into());
+            }
+            frame
+        }
+    };
+    if frame.len() > budget {
+        return Err(format!("{} bytes > budget {budget}", frame.len()));
+    }
+    let before: Value = serde_json::from_slice(original).map_err(|e| format!("original: {e}"))?;
+    let after: Value = serde_json::from_slice(frame).map_err(|e| {
+        format!(
+            "output is not JSON: {e}: {}",
+            String::from_utf8_lossy(frame)
+        )
+    })?;
+    let (Value::Object(before), Value::Object(mut after)) = (before, after) else {
+        return Err("not objects".into());
+    };
+    let mut result = after.remove("result").ok_or("no result")?;
+    for (key, value) in &before {
+        if key != "result" && after.get(key) != Some(value) {
+            return Err(format!("top-level {key} changed"));
+        }
+    }
+    if after.len() + 1 != before.len() {
+        return Err("top-level members added".into());
+    }
+    let original_result = before.get("result").ok_or("original has no result")?;
+    let result_object = result.as_object_mut().ok_or("result is not an object")?;
+    // The marker.
+    let meta = result_object.get_mut("_meta").ok_or("no _meta")?;
+    let marker = meta
+        .as_object_mut()
+        .ok_or("_meta is not an object")?
+        .remove(MARKER_KEY)
+        .ok_or("no marker")?;
+    if marker["originalBytes"] != json!(original.len()) || marker["keptBytes"] != json!(frame.len())
+    {
+        return Err(format!("marker sizes: {marker}"));
+    }
+    if marker["cutCount"].as_u64().unwrap_or(0) == 0 {
+        return Err("cutCount".into());
+    }
+    match original_result.get("_meta") {
+        Some(original_meta) => {
+            if meta != original_meta {
+                return Err("_meta changed".into());
+            }
+        }
+        None => {
+            if meta.as_object().is_some_and(|m| !m.is_empty()) {
+                return Err("_meta gained members".into());
+            }
+            result_object.remove("_meta");
+        }
+    }
+    // The notice.
+    if let Some(Value::Array(content)) = result_object.get_mut("content") {
+        let notice = content.pop().ok_or("no notice block")?;
+        if notice["type"] != "text"
+            || !notice["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("[drainpipe]"))
+        {
+            return Err(format!("last content block is not the notice: {notice}"));
+        }
+    }
+    within(original_result, &result, "")
+        .map_err(|e| format!("{e}\n{}", String::from_utf8_lossy(frame)))?;
+    // Mirrors are cut alike.
+    if let (Some(Value::Array(content)), Some(Value::Object(structured))) = (
+        original_result.get("content"),
+        original_result.get("structuredContent"),
+    ) {
+        for (i, block) in content.iter().enumerate() {
+            let Some(t) = block.get("text").and_then(Value::as_str) else {
+                continue;
+            };
+            for (key, value) in structured {
+                if value.as_str() == Some(t) {
+                    let kept_text = result["content"].get(i).and_then(|b| b.get("text"));
+                    let kept_mirror = result["structuredContent"].get(key);
+                    if let (Some(a), Some(b)) = (kept_text, kept_mirror)
+                        && a != b
+                    {
+                        return Err(format!("mirror {key} cut unlike content[{i}].text"));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `kept` is `original` with only the allowed edits.
+fn within(original: &Value, kept: &Value, at: &str) -> Result<(), String> {
+    match (original, kept) {
+        (Value::String(o), Value::String(k)) => {
+            if o.starts_with(k.as_str()) {
+                Ok(())
+            } else {
+                Err(format!("{at}: not a prefix"))
+            }
+        }
+        (Value::Array(o), Value::Array(k)) => {
+            if k.len() > o.len() {
+                return Err(format!("{at}: array grew"));
+            }
+            for (i, (o, k)) in o.iter().zip(k).enumerate() {
+                let here = format!("{at}/{i}");
+                if is_replacement(o, k) {
+                    continue;
+                }
+                within(o, k, &here)?;
+            }
+            Ok(())
+        }
+        (Value::Object(o), Value::Object(k)) => {
+            if o.len() != k.len() {
+                return Err(format!("{at}: members differ"));
+            }
+            for (key, o) in o {
+                let k = k.get(key).ok_or_else(|| format!("{at}/{key} missing"))?;
+                if key == "_meta" || key == "resultType" {
+                    if o != k {
+                        return Err(format!("{at}/{key} changed"));
+                    }
+                    continue;
+                }
+                within(o, k, &format!("{at}/{key}"))?;
+            }
+            Ok(())
+        }
+        (o, k) if o == k => Ok(()),
+        _ => Err(format!("{at}: changed")),
+    }
+}
+
+/// A content block with a binary value, replaced by the notice text block.
+fn is_replacement(original: &Value, kept: &Value) -> bool {
+    let binary = original.get("data").is_some()
+        || original
+            .get("resource")
+            .and_then(|r| r.get("blob"))
+            .is_some();
+    binary
+        && kept["type"] == "text"
+        && kept["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("[drainpipe]") && t.contains("left out"))
+}

@@ -1,0 +1,39 @@
+//! The streaming condenser on generated `tools/call` responses, any budget
+//! and any chunking, checked by `drainpipe_framer::testing::condense`'s
+//! oracle.
+
+use arbitrary::Arbitrary;
+use drainpipe_framer::budget::MIN_CONDENSE_BUDGET;
+use drainpipe_framer::testing::Rng;
+use drainpipe_framer::testing::condense::{check_condensed, condense_split, tool_response};
+
+/// One fuzz input: the response generator's seed, the budget above the
+/// minimum (in 16-byte steps), and the lengths the line is fed in.
+#[derive(Arbitrary, Debug)]
+pub struct CondenseInput {
+    seed: u64,
+    budget: u16,
+    lengths: Vec<u16>,
+}
+
+/// Condensed output is valid JSON within the budget, equal to the original
+/// but for the documented edits, and the same under any chunking; what
+/// cannot be cut is an error, never an overrun.
+pub fn check_condense(input: &CondenseInput) {
+    let line = tool_response(&mut Rng::new(input.seed));
+    let budget = MIN_CONDENSE_BUDGET + usize::from(input.budget) * 16;
+    let lengths: Vec<usize> = input.lengths.iter().map(|&n| usize::from(n).max(1)).collect();
+    match condense_split(&line, budget, &lengths) {
+        Ok(outcome) => {
+            if let Err(e) = check_condensed(&line, budget, &outcome) {
+                panic!("seed {}, budget {budget}: {e}", input.seed);
+            }
+            assert_eq!(
+                condense_split(&line, budget, &[]).expect("whole"),
+                outcome,
+                "chunking changed the result"
+            );
+        }
+        Err(e) => assert!(e.contains("cannot be cut"), "seed {}: {e}", input.seed),
+    }
+}
