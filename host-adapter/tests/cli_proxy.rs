@@ -237,18 +237,54 @@ async fn cancellation_reaches_the_server_and_a_second_request_is_quick() {
     );
 }
 
+/// `--clip` condenses a result over the content budget, under and over the
+/// transport limit: a valid result within the budget that says what was
+/// cut, not an error; small results pass untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn clip_applies_the_content_budget_with_the_truncation_contract() {
-    let session = through_proxy(&["--clip", "4KiB"]).await;
+async fn clip_condenses_results_over_the_content_budget() {
+    let session = through_proxy(&["--clip", "16KiB", "--max-frame", "1MiB"]).await;
     let answer = within(
         10,
         "many_blocks",
         tool(&session, "many_blocks", json!({"count": 5000}), opts(10)),
     )
     .await
-    .expect("clipped, not failed");
-    assert!(answer.wire_bytes <= 4096, "{} bytes", answer.wire_bytes);
-    assert_eq!(answer.result["structuredContent"]["truncated"], true);
+    .expect("condensed, not failed");
+    assert!(answer.wire_bytes <= 16 << 10, "{} bytes", answer.wire_bytes);
+    let marker = &answer.result["_meta"]["io.drainpipe/truncated"];
+    assert_eq!(marker["cut"], json!(["/content"]), "{marker}");
+    let blocks = answer.result["content"].as_array().unwrap();
+    assert!(blocks.len() > 100, "a prefix of the blocks is kept");
+    assert!(
+        blocks.last().unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[drainpipe]")
+    );
+    for (id_last, bytes) in [(false, 600_000), (true, 600_000), (true, 5_000_000)] {
+        let answer = within(
+            20,
+            "sized over the budget",
+            tool(
+                &session,
+                "sized",
+                json!({"bytes": bytes, "id_last": id_last}),
+                opts(15),
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{bytes} bytes, id_last={id_last}: {e}"));
+        assert!(answer.wire_bytes <= 16 << 10, "{} bytes", answer.wire_bytes);
+        let text = answer.result["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.len() > 4_000 && text.bytes().all(|b| b == b'x'),
+            "a prefix is kept"
+        );
+        assert_eq!(
+            answer.result["_meta"]["io.drainpipe/truncated"]["originalBytes"],
+            json!(bytes)
+        );
+    }
     let small = within(10, "echo", tool(&session, "echo", json!({"a": 1}), opts(5)))
         .await
         .expect("echo");
@@ -259,7 +295,7 @@ async fn clip_applies_the_content_budget_with_the_truncation_contract() {
     );
     let report = within(20, "shutdown", session.shutdown()).await;
     assert!(
-        report.stderr.kept_text().contains("results clipped 1"),
+        report.stderr.kept_text().contains("results condensed 4"),
         "{}",
         report.stderr.kept_text()
     );

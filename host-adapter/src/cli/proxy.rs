@@ -30,10 +30,13 @@ pub(crate) struct ProxyArgs {
     /// in bytes on the wire (e.g. 4MiB, 512KiB, 1GB).
     #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size)]
     max_frame: usize,
-    /// Clip `tools/call` results to this content budget (bytes on the wire of
-    /// the whole response), marking them `structuredContent.truncated`.
-    /// Off by default.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    /// Condense `tools/call` results to this content budget (bytes on the
+    /// wire of the whole response), whatever their size, over --max-frame
+    /// too: long texts keep their beginning, long arrays a prefix, and
+    /// `_meta["io.drainpipe/truncated"]` plus a last text block say what was
+    /// cut. At least 4KiB. Off by default: a result over --max-frame is then
+    /// an error for its request.
+    #[arg(long, value_name = "SIZE", value_parser = parse_clip)]
     clip: Option<usize>,
     /// The deepest nesting of objects and arrays accepted in a message.
     #[arg(long, value_name = "N", default_value_t = Config::DEFAULT_MAX_DEPTH)]
@@ -82,14 +85,6 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         ..ProxyConfig::default()
     };
     let (sink, closer) = StderrSink::stderr();
-    if let Some(clip) = args.clip
-        && clip > args.max_frame
-    {
-        sink.line(&format!(
-            "--clip {clip} is above --max-frame {}: results are rejected by the transport limit before they could be clipped",
-            args.max_frame
-        ));
-    }
     let mut command = tokio::process::Command::new(&args.server[0]);
     command.args(&args.server[1..]);
     let runtime = super::runtime();
@@ -166,4 +161,16 @@ fn watch_signals(stop: CancellationToken, sink: StderrSink) -> io::Result<()> {
         });
     }
     Ok(())
+}
+
+/// `--clip`: a size the condenser can work in.
+fn parse_clip(text: &str) -> Result<usize, String> {
+    let size = parse_size(text)?;
+    let minimum = drainpipe_framer::budget::MIN_CONDENSE_BUDGET;
+    if size < minimum {
+        return Err(format!(
+            "{size} bytes is below the smallest content budget, {minimum} bytes"
+        ));
+    }
+    Ok(size)
 }

@@ -49,10 +49,10 @@ pub struct ProxyMetrics {
     /// Rejected server responses that named no id before the limit,
     /// answered at once as the only host request in flight.
     pub answered_as_sole_request: u64,
-    /// `tools/call` results clipped to the content budget.
-    pub results_clipped: u64,
-    /// Results over the content budget that could not be clipped (answered with an error).
-    pub clip_failures: u64,
+    /// `tools/call` results condensed to the content budget.
+    pub results_condensed: u64,
+    /// Results over the content budget that could not be condensed (answered with an error).
+    pub condense_failures: u64,
     /// Host requests forwarded without tracking (more than the tracking bound in flight).
     pub untracked_requests: u64,
     /// Host requests still waiting when the server ended (answered with an error).
@@ -108,12 +108,12 @@ impl ProxyMetrics {
         }
         let _ = writeln!(
             out,
-            "  errors sent {} (dropped {}), cancellations forwarded {}, results clipped {} (failed {}), requests failed at exit {}, server stderr {} bytes, stderr dropped {} bytes",
+            "  errors sent {} (dropped {}), cancellations forwarded {}, results condensed {} (failed {}), requests failed at exit {}, server stderr {} bytes, stderr dropped {} bytes",
             self.errors_sent,
             self.errors_dropped,
             self.cancellations_forwarded,
-            self.results_clipped,
-            self.clip_failures,
+            self.results_condensed,
+            self.condense_failures,
             self.requests_failed_at_exit,
             self.server_stderr_bytes,
             self.stderr_bytes_dropped

@@ -5,13 +5,14 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use drainpipe_framer::budget::{ClipError, Continuation, clip_response};
+use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
 use drainpipe_framer::{Event, Framer, JsonError};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
 use super::ProxyConfig;
+use super::condense::{LineTap, condense_frame};
 use super::metrics::{DirectionMetrics, ProxyMetrics};
 use super::sink::StderrSink;
 use super::wire::{OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE, error_line};
@@ -46,6 +47,11 @@ impl InFlight {
 
     fn remove(&mut self, id: &[u8]) -> Option<bool> {
         self.requests.remove(id)
+    }
+
+    /// Whether `id` is a `tools/call` in flight.
+    fn is_tool_call(&self, id: &[u8]) -> bool {
+        self.requests.get(id) == Some(&true)
     }
 
     /// The host cancelled `id`: the server need not answer it, but may.
@@ -158,6 +164,11 @@ impl Router {
             other => other.into(),
         };
         let mut watch: Option<Unattributed> = None;
+        // Results over the content budget are condensed as they stream.
+        let mut tap = match (self.direction, self.config.clip_bytes) {
+            (Direction::ServerToHost, Some(budget)) => Some(LineTap::new(budget)),
+            _ => None,
+        };
         loop {
             let n = match input.read(&mut chunk).await {
                 Ok(0) => break,
@@ -168,25 +179,37 @@ impl Router {
                     break;
                 }
             };
+            let at = framer.position();
             framer.push(&chunk[..n], |event| events.push(owned(event)));
+            if let Some(tap) = tap.as_mut() {
+                tap.push(&chunk[..n], at);
+            }
             self.with_metrics(|d, _| d.bytes += n as u64);
             for event in events.drain(..) {
-                self.route(event, &mut watch).await;
+                self.route(event, &mut watch, &mut tap).await;
             }
         }
         framer.finish(|event| events.push(owned(event)));
         for event in events.drain(..) {
-            self.route(event, &mut watch).await;
+            self.route(event, &mut watch, &mut tap).await;
         }
     }
 
-    async fn route(&mut self, event: OwnedEvent, watch: &mut Option<Unattributed>) {
+    async fn route(
+        &mut self,
+        event: OwnedEvent,
+        watch: &mut Option<Unattributed>,
+        tap: &mut Option<LineTap>,
+    ) {
         match event {
             OwnedEvent::Frame {
                 bytes: line,
                 envelope,
-                ..
-            } => self.frame(line, envelope).await,
+                offset,
+            } => {
+                let tapped = tap.as_mut().and_then(|tap| tap.take(offset));
+                self.frame(line, envelope, tapped).await
+            }
             OwnedEvent::Oversize {
                 offset,
                 envelope,
@@ -198,7 +221,19 @@ impl Router {
                     "{} message at offset {offset} is over the transport limit of {limit} bytes",
                     self.peer()
                 );
-                if looks_like_json {
+                let condensing = tap.is_some()
+                    && looks_like_json
+                    && envelope.method.is_none()
+                    && !envelope.has_error;
+                if condensing {
+                    // A result of any size is condensed, not failed: the
+                    // answer waits for the line's end.
+                    *watch = Some(Unattributed {
+                        offset,
+                        code: TOO_LARGE,
+                        what,
+                    });
+                } else if looks_like_json {
                     *watch = self.reject_or_wait(offset, &envelope, TOO_LARGE, what);
                 } else {
                     self.reject(&envelope, TOO_LARGE, &what);
@@ -217,9 +252,11 @@ impl Router {
                 offset,
                 len,
                 envelope,
+                well_formed,
                 ..
             } => {
                 self.with_metrics(|d, _| d.bytes_dropped += len);
+                let tapped = tap.as_mut().and_then(|tap| tap.take(offset));
                 if let Some(waiting) = watch.take_if(|w| w.offset == offset) {
                     // The envelope of the whole line: an id written after
                     // the limit (as the TypeScript SDK writes it) is here.
@@ -227,7 +264,15 @@ impl Router {
                     if envelope.id.is_some() {
                         self.with_metrics(|_, m| m.ids_after_limit += 1);
                     }
-                    self.reject(&envelope, waiting.code, &what);
+                    let condensed = match tapped {
+                        Some(outcome) if well_formed => {
+                            self.condensed_result(&envelope, None, outcome).await
+                        }
+                        _ => false,
+                    };
+                    if !condensed {
+                        self.reject(&envelope, waiting.code, &what);
+                    }
                 }
             }
             OwnedEvent::NotProtocol { offset, line } => {
@@ -255,8 +300,14 @@ impl Router {
         }
     }
 
-    /// Routes a complete message; `line` ends with its newline.
-    async fn frame(&mut self, line: Vec<u8>, envelope: OwnedEnvelope) {
+    /// Routes a complete message; `line` ends with its newline. `tapped`
+    /// is its condensed form when it crossed reads over the content budget.
+    async fn frame(
+        &mut self,
+        line: Vec<u8>,
+        envelope: OwnedEnvelope,
+        tapped: Option<Result<Condensed, CondenseError>>,
+    ) {
         let id = envelope.id.as_ref().map(id_token);
         let is_response = envelope.method.is_none() && (envelope.has_result || envelope.has_error);
         let line = match (self.direction, &envelope.method, id) {
@@ -283,21 +334,26 @@ impl Router {
                 }
                 line
             }
+            (Direction::ServerToHost, None, Some(id))
+                if envelope.has_result
+                    && self
+                        .config
+                        .clip_bytes
+                        .is_some_and(|budget| line.len() - 1 > budget)
+                    && self.is_tool_call(&id) =>
+            {
+                let budget = self.config.clip_bytes.unwrap_or_default();
+                let outcome =
+                    tapped.unwrap_or_else(|| condense_frame(&line[..line.len() - 1], budget));
+                self.condensed_result(&envelope, Some(line), outcome).await;
+                return;
+            }
             (Direction::ServerToHost, None, Some(id)) if is_response => {
-                let tool_call = {
-                    let mut in_flight = self.in_flight.lock().expect("in flight");
-                    let tool_call = in_flight.remove(&id);
-                    if tool_call.is_none() {
-                        in_flight.answered_late(&id);
-                    }
-                    tool_call
-                };
-                match (tool_call, self.config.clip_bytes) {
-                    (Some(true), Some(budget)) if line.len() - 1 > budget => {
-                        self.clip(&line, &id, budget)
-                    }
-                    _ => line,
+                let mut in_flight = self.in_flight.lock().expect("in flight");
+                if in_flight.remove(&id).is_none() {
+                    in_flight.answered_late(&id);
                 }
+                line
             }
             (_, None, _) if !is_response => {
                 self.with_metrics(|d, _| d.unroutable += 1);
@@ -318,32 +374,70 @@ impl Router {
         }
     }
 
-    /// Clips a `tools/call` response over the content budget; a result that
-    /// cannot be clipped becomes an error, so the budget always holds.
-    fn clip(&mut self, line: &[u8], id: &[u8], budget: usize) -> Vec<u8> {
-        let frame = &line[..line.len() - 1];
-        let original = frame.len();
-        match clip_response(frame, budget, &Continuation::none()) {
-            Ok(mut clipped) => {
-                self.with_metrics(|_, m| m.results_clipped += 1);
-                self.sink.line(&format!(
-                    "clipped the result for id {} from {original} to {} bytes (content budget {budget})",
-                    String::from_utf8_lossy(id),
-                    clipped.len()
-                ));
-                clipped.push(b'\n');
-                clipped
-            }
-            Err(ClipError::ErrorResponse) => line.to_vec(),
-            Err(error) => {
-                self.with_metrics(|_, m| m.clip_failures += 1);
-                let message = format!(
-                    "the result of {original} bytes is over the content budget of {budget} bytes and could not be clipped: {error}"
-                );
-                self.sink.line(&message);
-                error_line(id, OVER_BUDGET, &message)
-            }
+    /// Whether `id` is a `tools/call` the host is waiting for.
+    fn is_tool_call(&self, id: &[u8]) -> bool {
+        self.in_flight.lock().expect("in flight").is_tool_call(id)
+    }
+
+    /// Answers a `tools/call` result over the content budget with its
+    /// condensed form (or, if it fits after all, `original`); a result that
+    /// cannot be condensed becomes an error, so the budget always holds.
+    /// Returns false, answering nobody, if `envelope` names no `tools/call`
+    /// the host is waiting for.
+    async fn condensed_result(
+        &mut self,
+        envelope: &OwnedEnvelope,
+        original: Option<Vec<u8>>,
+        outcome: Result<Condensed, CondenseError>,
+    ) -> bool {
+        let Some(id) = envelope.id.as_ref().map(id_token) else {
+            return false;
+        };
+        if envelope.method.is_some() || !envelope.has_result || !self.is_tool_call(&id) {
+            return false;
         }
+        self.in_flight.lock().expect("in flight").remove(&id);
+        let budget = self.config.clip_bytes.unwrap_or_default();
+        let shown = String::from_utf8_lossy(&id).into_owned();
+        let line = match (outcome, original) {
+            (
+                Ok(Condensed::Cut {
+                    mut frame,
+                    original_bytes,
+                    cuts,
+                }),
+                _,
+            ) => {
+                self.with_metrics(|_, m| m.results_condensed += 1);
+                self.sink.line(&format!(
+                    "condensed the result for id {shown} from {original_bytes} to {} bytes ({cuts} value(s) cut; content budget {budget})",
+                    frame.len()
+                ));
+                frame.push(b'\n');
+                frame
+            }
+            (Ok(Condensed::Unchanged), Some(original)) => original,
+            (outcome, _) => {
+                self.with_metrics(|_, m| m.condense_failures += 1);
+                let why = match outcome {
+                    Err(error) => error.to_string(),
+                    _ => "the result is over the transport limit".into(),
+                };
+                let message = format!(
+                    "the result is over the content budget of {budget} bytes and could not be condensed: {why}"
+                );
+                self.sink.line(&format!("{message} (id {shown})"));
+                error_line(&id, OVER_BUDGET, &message)
+            }
+        };
+        let len = line.len() as u64 - 1;
+        if self.forward.send(line).await.is_ok() {
+            self.with_metrics(|d, _| {
+                d.frames += 1;
+                d.largest_frame_bytes = d.largest_frame_bytes.max(len);
+            });
+        }
+        true
     }
 
     /// A line was rejected with what was seen before the limit (or the

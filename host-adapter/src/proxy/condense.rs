@@ -1,0 +1,130 @@
+//! Condensing results on the server→host path: the line tap that feeds the
+//! [`Condenser`] a line as it streams, so a result of any size (over the
+//! transport limit too) becomes one within the content budget, in bounded
+//! memory.
+//!
+//! A line that lies inside one read is condensed from the frame the framer
+//! hands out. A line that crosses reads is tapped: its bytes are held while
+//! it is under the budget (at most the budget), and once it passes the
+//! budget a condenser takes them and every later byte of the line as it is
+//! read. Which lines are `tools/call` results is known only when they end
+//! (the TypeScript SDK writes `id` last), so the outcome waits, keyed by the
+//! line's offset, for the framer's event for that line.
+
+use drainpipe_framer::budget::{CondenseError, Condensed, Condenser};
+
+/// The line that crosses reads, for condensing (see the module docs).
+#[derive(Debug)]
+pub(crate) struct LineTap {
+    /// The content budget, in bytes on the wire.
+    budget: usize,
+    /// Stream offset of the current line's first byte.
+    line_start: u64,
+    /// The current line's bytes while it is under the budget. Never more
+    /// than the budget: past it the condenser has them.
+    held: Vec<u8>,
+    /// The current line's condenser, once it passed the budget.
+    condenser: Option<Condenser>,
+    /// The outcome for the line that ended in the last read, by its offset.
+    finished: Option<(u64, Result<Condensed, CondenseError>)>,
+}
+
+impl LineTap {
+    pub(crate) fn new(budget: usize) -> Self {
+        LineTap {
+            budget,
+            line_start: 0,
+            held: Vec::new(),
+            condenser: None,
+            finished: None,
+        }
+    }
+
+    /// Takes the read `chunk`, which starts at stream offset `at`.
+    pub(crate) fn push(&mut self, chunk: &[u8], at: u64) {
+        let Some(first) = memchr::memchr(b'\n', chunk) else {
+            self.extend(chunk);
+            return;
+        };
+        // The line that was open ends here; lines wholly inside the chunk
+        // are condensed from their frames; the last one stays open.
+        self.extend(&chunk[..first]);
+        self.finished = self
+            .condenser
+            .take()
+            .map(|condenser| (self.line_start, condenser.finish()));
+        self.held.clear();
+        let last = memchr::memrchr(b'\n', chunk).unwrap_or(first);
+        self.line_start = at + last as u64 + 1;
+        self.extend(&chunk[last + 1..]);
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if let Some(condenser) = self.condenser.as_mut() {
+            // An error stays in the condenser; `finish` reports it.
+            let _ = condenser.feed(bytes);
+            return;
+        }
+        if self.held.len() + bytes.len() <= self.budget {
+            self.held.extend_from_slice(bytes);
+            return;
+        }
+        // Past the budget: from here on the line is condensed as it streams.
+        // (A budget below the condenser's minimum is refused when the proxy
+        // is configured.)
+        if let Ok(mut condenser) = Condenser::new(self.budget) {
+            let _ = condenser.feed(&self.held);
+            let _ = condenser.feed(bytes);
+            self.condenser = Some(condenser);
+        }
+        self.held = Vec::new();
+    }
+
+    /// The outcome for the line at `offset`, if it crossed reads and passed
+    /// the budget.
+    pub(crate) fn take(&mut self, offset: u64) -> Option<Result<Condensed, CondenseError>> {
+        match &self.finished {
+            Some((at, _)) if *at == offset => self.finished.take().map(|(_, outcome)| outcome),
+            _ => None,
+        }
+    }
+}
+
+/// Condenses a whole frame (without its newline).
+pub(crate) fn condense_frame(frame: &[u8], budget: usize) -> Result<Condensed, CondenseError> {
+    let mut condenser = Condenser::new(budget)?;
+    condenser.feed(frame)?;
+    condenser.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_across_reads_is_condensed_and_found_by_its_offset() {
+        let text = "t".repeat(40_000);
+        let line = format!(
+            r#"{{"result":{{"content":[{{"type":"text","text":"{text}"}}]}},"jsonrpc":"2.0","id":3}}"#
+        );
+        let stream = format!("{{\"a\":1}}\n{line}\n{{\"b\":2}}\n");
+        let start = stream.find(&line).unwrap() as u64;
+        let mut tap = LineTap::new(8 << 10);
+        let mut at = 0u64;
+        let mut found = None;
+        for chunk in stream.as_bytes().chunks(4096) {
+            tap.push(chunk, at);
+            at += chunk.len() as u64;
+            if let Some(outcome) = tap.take(start) {
+                found = Some(outcome);
+            }
+        }
+        match found.expect("condensed").expect("no error") {
+            Condensed::Cut { frame, .. } => assert!(frame.len() <= 8 << 10),
+            other => panic!("{other:?}"),
+        }
+    }
+}
