@@ -7,6 +7,7 @@
 //   node sdk-client.mjs oversized --expect-large ok|error [--rounds N] -- <server command…>
 //   node sdk-client.mjs read-too-large --file PATH -- <server-filesystem command…>
 //   node sdk-client.mjs send-too-large --bytes N -- <server-everything command…>
+//   node sdk-client.mjs condensed --tool NAME --file PATH --budget N -- <server command…>
 //
 // Every check throws on failure (exit 1). The last stdout line is a JSON
 // summary with the round-trip figures, which the Rust test reads.
@@ -180,6 +181,33 @@ async function sendTooLarge(client, summary) {
   check(after.content[0].text === "Echo: after", `next call: ${after.content[0].text}`);
 }
 
+/// A tool that returns a file's text (twice: in `content` and mirrored in
+/// `structuredContent`), through `drainpipe proxy --clip`: the SDK accepts
+/// the result (its schema check included), the text is a prefix of the
+/// file, the mirror is cut alike, and the cut is said; then the next call.
+async function condensed(client, summary) {
+  const { readFileSync } = await import("node:fs");
+  const path = option("--file");
+  const budget = Number(option("--budget"));
+  const original = readFileSync(path, "utf8");
+  const start = process.hrtime.bigint();
+  const result = await client.callTool({ name: option("--tool"), arguments: { path } }, undefined, { timeout: 120000 });
+  summary.ms = elapsedMs(start);
+  const text = result.content[0].text;
+  check(original.startsWith(text), "the kept text is a prefix of the file");
+  check(text.length > 1000, `a useful prefix: ${text.length} characters`);
+  const mirrors = Object.values(result.structuredContent ?? {}).filter((v) => typeof v === "string");
+  check(mirrors.length === 1 && mirrors[0] === text, "the mirror in structuredContent is cut alike");
+  const marker = result._meta?.["io.drainpipe/truncated"];
+  check(marker && marker.originalBytes > budget && marker.keptBytes <= budget, `the marker: ${JSON.stringify(marker)}`);
+  const notice = result.content[result.content.length - 1].text;
+  check(notice.startsWith("[drainpipe]"), `the notice block: ${notice}`);
+  summary.kept_chars = text.length;
+  summary.marker = marker;
+  const again = await client.callTool({ name: option("--tool"), arguments: { path } }, undefined, { timeout: 120000 });
+  check(again.content[0].text === text, "the same result again");
+}
+
 const transport = new StdioClientTransport({ command, args, stderr: "inherit", env: process.env });
 const client = new Client({ name: "drainpipe-release-sdk-client", version: "0.0.0" });
 const summary = { mode, peer: "typescript-sdk" };
@@ -189,6 +217,7 @@ try {
   else if (mode === "oversized") await oversized(client, summary);
   else if (mode === "read-too-large") await readTooLarge(client, summary);
   else if (mode === "send-too-large") await sendTooLarge(client, summary);
+  else if (mode === "condensed") await condensed(client, summary);
   else throw new Error(`unknown mode ${mode}`);
   summary.ok = true;
 } catch (error) {

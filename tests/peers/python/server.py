@@ -5,6 +5,8 @@ Tools:
   slow(seconds)     sleeps, reporting on stderr when it starts and when it is
                     cancelled, so a test can see cancellation reach the work
   echo(text)        returns its argument
+  read_text(path)   the file's text, as structured output too (the SDK
+                    mirrors it in structuredContent.result)
 
 Logs go to stderr only; stdout carries the protocol.
 """
@@ -45,6 +47,13 @@ async def slow(seconds: float = 30.0) -> str:
 def echo(text: str) -> str:
     """Returns `text`."""
     return text
+
+
+@server.tool()
+def read_text(path: str) -> str:
+    """The text of the file at `path`."""
+    with open(path, encoding="utf-8") as file:
+        return file.read()
 
 
 if __name__ == "__main__":

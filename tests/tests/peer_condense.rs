@@ -1,0 +1,116 @@
+//! Guarantee: with `drainpipe proxy --clip`, a tool result of any size
+//! reaches the official clients as a valid result within the budget that
+//! they accept (the TypeScript SDK checks `structuredContent` against the
+//! tool's output schema), whose text is a prefix of the original, whose
+//! mirror in `structuredContent` is cut alike, and which says what was cut.
+//!
+//! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
+
+use std::path::{Path, PathBuf};
+
+use drainpipe_release::peers::{self, proxy_argv, run_client};
+use drainpipe_release::*;
+use serde_json::json;
+
+/// A private directory with one generated text file, removed when dropped.
+struct TextFile {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl TextFile {
+    fn new(test: &str, bytes: usize) -> TextFile {
+        let dir =
+            std::env::temp_dir().join(format!("drainpipe-condense-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the directory");
+        let dir = dir.canonicalize().expect("canonical path");
+        let unit = "línea «ünïcødé» with \"quotes\", a \\ and a tab\t😀\n";
+        let mut text = unit.repeat(bytes / unit.len() + 1);
+        while text.len() > bytes {
+            text.pop();
+        }
+        let path = dir.join("big.txt");
+        std::fs::write(&path, text).expect("write the file");
+        TextFile { dir, path }
+    }
+}
+
+impl Drop for TextFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+const BUDGET: usize = 256 << 10;
+
+/// Runs the SDK client's `condensed` check through `proxy --clip 256KiB`.
+async fn condensed_through_the_proxy(server: &[String], tool: &str, file: &Path, what: &str) {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let proxied = proxy_argv(
+        &drainpipe,
+        &["--clip", "256KiB", "--metrics", "none"],
+        server,
+    );
+    let path = file.display().to_string();
+    let budget = BUDGET.to_string();
+    let args: Vec<&str> = [
+        "condensed",
+        "--tool",
+        tool,
+        "--file",
+        &path,
+        "--budget",
+        &budget,
+        "--",
+    ]
+    .into_iter()
+    .chain(proxied.iter().map(String::as_str))
+    .collect();
+    let run = run_client(node.script("sdk-client.mjs", &args), 180, what).await;
+    figure(
+        &format!("{what}: condensed through proxy --clip 256KiB"),
+        json!({"ms": run.summary["ms"], "kept_chars": run.summary["kept_chars"], "marker": run.summary["marker"]}),
+    );
+}
+
+/// The official filesystem server (TypeScript SDK 1.x: text twice, `id`
+/// last), reading 5, 30 and 200 MiB files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filesystem_reads_of_any_size_are_condensed() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    for mib in [5, 30, 200] {
+        let file = TextFile::new(&format!("fs{mib}"), mib << 20);
+        condensed_through_the_proxy(
+            &node.filesystem_server(&file.dir),
+            "read_text_file",
+            &file.path,
+            &format!("typescript-sdk client + server-filesystem, {mib} MiB read"),
+        )
+        .await;
+    }
+}
+
+/// A server on the Python SDK, whose tool returns the text as structured
+/// output too (mirrored in `structuredContent.result`, `id` first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_results_are_condensed() {
+    let Some(python) = peers::gate("the Python peer", peers::python()) else {
+        return;
+    };
+    let file = TextFile::new("python", 30 << 20);
+    condensed_through_the_proxy(
+        &python.server(),
+        "read_text",
+        &file.path,
+        "typescript-sdk client + python-sdk server, 30 MiB text",
+    )
+    .await;
+}
