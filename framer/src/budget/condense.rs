@@ -934,8 +934,12 @@ impl Condenser {
                 if s.candidates != 0 {
                     s.candidates &= matching(&self.mirrors, &self.out, s.candidates, kept, piece);
                 }
-                let mirror = longest(&self.mirrors, s.candidates);
-                let wanted = mirror.unwrap_or(cap).max(SHORT_STRING as usize);
+                // A mirror is cut where its text was, however short that
+                // is; any other text keeps at least a short head.
+                let wanted = match longest(&self.mirrors, s.candidates) {
+                    Some(len) => len,
+                    None => cap.max(SHORT_STRING as usize),
+                };
                 wanted.min(kept + room)
             }
         };
