@@ -312,6 +312,8 @@ struct Cut {
     pointer: Vec<u8>,
     kept: u64,
     original: u64,
+    /// What `kept` and `original` count: "bytes" (on the wire) or "items".
+    unit: &'static str,
 }
 
 /// A streaming condenser for one response line (see the module docs).
@@ -778,7 +780,7 @@ impl Condenser {
         }
         if level.cut {
             let pointer = self.pointer(&level.segment);
-            self.record(pointer, level.written, level.index);
+            self.record_as(pointer, level.written, level.index, "items");
         }
         self.reserve -= 1;
         self.out.push(if level.object { b'}' } else { b']' });
@@ -1067,6 +1069,16 @@ impl Condenser {
 
     /// Counts a cut and lists it if there is room; returns where.
     fn record(&mut self, pointer: Vec<u8>, kept: u64, original: u64) -> Option<usize> {
+        self.record_as(pointer, kept, original, "bytes")
+    }
+
+    fn record_as(
+        &mut self,
+        pointer: Vec<u8>,
+        kept: u64,
+        original: u64,
+        unit: &'static str,
+    ) -> Option<usize> {
         self.cut_count += 1;
         if pointer.is_empty() || self.cuts.len() >= MAX_LISTED_CUTS {
             return None;
@@ -1075,6 +1087,7 @@ impl Condenser {
             pointer,
             kept,
             original,
+            unit,
         });
         Some(self.cuts.len() - 1)
     }
@@ -1240,11 +1253,12 @@ impl Condenser {
                 let mut item = Vec::new();
                 let _ = write!(
                     Digits(&mut item),
-                    "{}{} kept {} of {}",
+                    "{}{} kept {} of {} {}",
                     if n == 0 { ": " } else { "; " },
                     String::from_utf8_lossy(&cut.pointer),
                     cut.kept,
-                    cut.original
+                    cut.original,
+                    cut.unit
                 );
                 if text.len() + item.len() + end.len() > NOTICE_SLOT {
                     break;
