@@ -12,6 +12,10 @@
 //!                             error came and when the line ended, with the request alone
 //!                             and with another pending (needs `cargo build --release
 //!                             -p drainpipe-host --bins` for the fixture)
+//! e2e proxy-result [MIB]      `drainpipe proxy` in front of the fixture answering with MIB
+//!                             MiB (default 200), id last: forwarded whole (--max-frame
+//!                             above it), rejected (4 MiB limit), condensed (--clip 256KiB);
+//!                             time to the answer and the proxy's peak RSS (VmHWM)
 //! ```
 
 use std::time::{Duration, Instant};
@@ -183,6 +187,61 @@ async fn id_last(mib: u64, others_pending: bool) -> (Duration, Duration, Duratio
     (crossed, error_at, ended)
 }
 
+/// Time from the request to the end of its answer through `drainpipe
+/// proxy ARGS -- drainpipe-fixture`, the answer's size, and the proxy's
+/// peak RSS in KiB.
+async fn proxy_result(mib: u64, proxy_args: &[&str]) -> (Duration, usize, u64) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let fixture = fixture();
+    let dir = fixture.as_std().get_program().to_owned();
+    let drainpipe = std::path::Path::new(&dir).with_file_name("drainpipe");
+    let mut child = Command::new(drainpipe)
+        .arg("proxy")
+        .args(proxy_args)
+        .args(["--metrics", "none", "--"])
+        .arg(&dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("drainpipe proxy");
+    let pid = child.id().expect("pid");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::with_capacity(1 << 20, child.stdout.take().expect("stdout"));
+    let request = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{}},\"clientInfo\":{{\"name\":\"e2e\",\"version\":\"0\"}}}}}}\n{{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{{\"name\":\"sized\",\"arguments\":{{\"bytes\":{},\"id_last\":true}}}}}}\n",
+        mib << 20
+    );
+    let mut lines = request.split_inclusive('\n');
+    let (initialize, call) = (lines.next().unwrap(), lines.next().unwrap());
+    stdin
+        .write_all(initialize.as_bytes())
+        .await
+        .expect("initialize");
+    let mut line = Vec::new();
+    stdout
+        .read_until(b'\n', &mut line)
+        .await
+        .expect("initialize answer");
+    let started = Instant::now();
+    stdin.write_all(call.as_bytes()).await.expect("request");
+    line.clear();
+    stdout
+        .read_until(b'\n', &mut line)
+        .await
+        .expect("the answer");
+    let took = started.elapsed();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let peak = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    drop(stdin);
+    let _ = child.wait().await;
+    (took, line.len(), peak)
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -224,8 +283,23 @@ async fn main() {
                 );
             }
         }
+        Some("proxy-result") => {
+            let mib: u64 = args.get(1).map_or(200, |s| s.parse().expect("MiB"));
+            let above = format!("{}MiB", mib + 16);
+            for (what, proxy_args) in [
+                ("forwarded whole", vec!["--max-frame", above.as_str()]),
+                ("rejected", vec![]),
+                ("condensed", vec!["--clip", "256KiB"]),
+            ] {
+                let (took, bytes, peak) = proxy_result(mib, &proxy_args).await;
+                println!(
+                    "{mib} MiB result, {what:<15}: answer of {bytes} bytes in {took:.2?}; proxy peak RSS {:.1} MiB",
+                    peak as f64 / 1024.0
+                );
+            }
+        }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB]"
         ),
     }
 }
