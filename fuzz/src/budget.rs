@@ -1,17 +1,18 @@
 //! The result budget (`drainpipe_framer::budget`): byte counting, the result
-//! builder, host-side clipping and bounded capture, each against an oracle
+//! builder, host-side condensing and bounded capture, each against an oracle
 //! that does not share its code: `serde_json`'s own serialiser and parser,
 //! and the plain byte stream the capture saw.
 //!
-//! The clipped response is also pushed through a framer whose transport
+//! The condensed response is also pushed through a framer whose transport
 //! limit is the budget, which must deliver it as one frame for the same id
 //! (and hold the memory bound while doing so).
 
 use arbitrary::Arbitrary;
 use drainpipe_framer::budget::{
-    BudgetError, Capture, ClipError, Continuation, Pushed, ResultBuilder, clip_response,
+    BudgetError, Capture, Condensed, Continuation, MIN_CONDENSE_BUDGET, Pushed, ResultBuilder,
     escaped_len, longest_prefix_within, value_wire_len,
 };
+use drainpipe_framer::testing::condense::{check_condensed, condense_split};
 use drainpipe_framer::testing::{OwnedEvent, OwnedId, assert_memory_bound};
 use drainpipe_framer::{Config, Framer};
 use serde_json::{Value, json};
@@ -72,7 +73,7 @@ pub struct BudgetInput {
     pub leave_out_rest_after: Option<u8>,
     /// Head share of the capture budget.
     pub capture_head: u16,
-    /// The response id of the clipped frame.
+    /// The response id of the condensed frame.
     pub id: u32,
 }
 
@@ -80,7 +81,7 @@ pub struct BudgetInput {
 pub fn check_budget(input: &BudgetInput) {
     check_wire(input);
     check_builder(input);
-    check_clip(input);
+    check_condense(input);
     check_capture(input);
 }
 
@@ -279,20 +280,14 @@ fn check_builder(input: &BudgetInput) {
     }
 }
 
-/// Host-side clipping of a well-formed tool response, and of anything else.
-fn check_clip(input: &BudgetInput) {
-    let budget = usize::from(input.budget);
+/// Host-side condensing of a well-formed tool response built from the
+/// entries, and of anything else.
+fn check_condense(input: &BudgetInput) {
+    let budget = MIN_CONDENSE_BUDGET + usize::from(input.budget);
     // Any bytes: an error or a response within budget, never a panic.
     for entry in &input.entries {
-        if let Entry::Text { text, .. } = entry
-            && let Ok(out) = clip_response(text.as_bytes(), budget, &Continuation::none())
-        {
-            assert!(
-                out.len() <= budget,
-                "clipped {} bytes over the budget {budget}",
-                out.len()
-            );
-            serde_json::from_slice::<Value>(&out).expect("clipped output is not JSON");
+        if let Entry::Text { text, .. } = entry {
+            let _ = condense_split(text.as_bytes(), budget, &[7]);
         }
     }
     let content: Vec<Value> = input
@@ -313,41 +308,21 @@ fn check_clip(input: &BudgetInput) {
     }
     let frame =
         serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": input.id, "result": result})).unwrap();
-    let continuation = continuation(input);
-    let out = match clip_response(&frame, budget, &continuation) {
-        Ok(out) => out,
-        Err(ClipError::BudgetTooSmall { minimum }) => {
-            assert!(
-                minimum > budget,
-                "BudgetTooSmall with minimum {minimum} <= budget {budget}"
-            );
-            assert!(
-                clip_response(&frame, minimum, &continuation).is_ok(),
-                "the stated minimum {minimum} is refused too"
-            );
+    let split = [usize::from(input.capture_head % 512) + 1];
+    let outcome = match condense_split(&frame, budget, &split) {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            assert!(error.contains("cannot be cut"), "{error}");
             return;
         }
-        Err(other) => panic!("clipping a well-formed tool response failed: {other:?}"),
     };
-    assert!(
-        out.len() <= budget,
-        "clipped response of {} bytes over the budget {budget}",
-        out.len()
-    );
-    if frame.len() <= budget {
-        assert_eq!(
-            out, frame,
-            "a response within the budget must pass unchanged"
-        );
+    if let Err(error) = check_condensed(&frame, budget, &outcome) {
+        panic!("{error}");
     }
-    let value: Value = serde_json::from_slice(&out).expect("clipped response is not JSON");
-    assert_eq!(value["id"], input.id);
-    if out != frame {
-        assert_eq!(
-            value["result"]["structuredContent"]["truncated"], true,
-            "clipped without the marker"
-        );
-    }
+    let out = match outcome {
+        Condensed::Cut { frame, .. } => frame,
+        _ => frame,
+    };
     // The transport path: a framer limited to the budget delivers it whole.
     let mut framer = Framer::new(Config::default().with_max_frame_bytes(budget));
     let mut events = Vec::new();
@@ -370,7 +345,7 @@ fn check_clip(input: &BudgetInput) {
             );
         }
         other => {
-            panic!("the clipped response is not one frame under a limit of {budget}: {other:?}")
+            panic!("the condensed response is not one frame under a limit of {budget}: {other:?}")
         }
     }
 }

@@ -22,7 +22,11 @@ pub struct CondenseInput {
 pub fn check_condense(input: &CondenseInput) {
     let line = tool_response(&mut Rng::new(input.seed));
     let budget = MIN_CONDENSE_BUDGET + usize::from(input.budget) * 16;
-    let lengths: Vec<usize> = input.lengths.iter().map(|&n| usize::from(n).max(1)).collect();
+    let lengths: Vec<usize> = input
+        .lengths
+        .iter()
+        .map(|&n| usize::from(n).max(1))
+        .collect();
     match condense_split(&line, budget, &lengths) {
         Ok(outcome) => {
             if let Err(e) = check_condensed(&line, budget, &outcome) {

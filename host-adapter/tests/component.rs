@@ -686,7 +686,10 @@ mod full {
 
 #[test]
 fn budget_in_the_component_matches_the_native_budget() {
-    use drainpipe_framer::budget::{Capture, ClipError, Continuation, clip_response};
+    use drainpipe_framer::budget::{
+        Capture, CondenseError, Condensed, Condenser, MIN_CONDENSE_BUDGET,
+    };
+    use drainpipe_framer::testing::condense::tool_response;
     use full::exports::drainpipe::framer::budget as guest;
 
     within(Duration::from_secs(120), || {
@@ -699,97 +702,92 @@ fn budget_in_the_component_matches_the_native_budget() {
         let budget = bindings.drainpipe_framer_budget();
 
         let mut rng = Rng::new(5);
-        let mut frames: Vec<Vec<u8>> = (0..6)
-            .map(|id| {
-                let mut f =
-                    workload::text_response(id, &workload::text(&mut rng, 500 * (id as usize + 1)));
-                f.pop(); // the newline
-                f
-            })
-            .collect();
+        let mut frames: Vec<Vec<u8>> = (0..12).map(|_| tool_response(&mut rng)).collect();
         frames.push(
             b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-1,\"message\":\"x\"}}".to_vec(),
         );
-        frames.push(b"{\"id\":1,\"method\":\"tools/call\"}".to_vec());
         frames.push(b"[1,2]".to_vec());
         frames.push(b"{\"id\":1,\"result\":".to_vec());
-        let continuations = [
-            (
-                Continuation::none(),
-                guest::Continuation {
-                    next_cursor: None,
-                    total_estimate: None,
-                },
-            ),
-            (
-                Continuation::cursor("page-2").with_total(99),
-                guest::Continuation {
-                    next_cursor: Some("page-2".into()),
-                    total_estimate: Some(99),
-                },
-            ),
-        ];
-        let mut clipped = 0;
+        let condenser = budget.condenser();
+        let mut condensed = 0;
         let mut mismatches = Vec::new();
         for frame in &frames {
-            for budget_bytes in [40usize, 300, 1000, 2500, 100_000] {
-                for (native_then, guest_then) in &continuations {
-                    let native = clip_response(frame, budget_bytes, native_then);
-                    let got = budget
-                        .call_clip_response(&mut store, frame, budget_bytes as u32, guest_then)
-                        .unwrap();
-                    let what = format!(
-                        "frame {:?}..., budget {budget_bytes}",
-                        String::from_utf8_lossy(&frame[..frame.len().min(30)])
-                    );
-                    match (native, got) {
-                        (Ok(n), Ok(g)) => {
-                            if n != g {
-                                mismatches.push(format!(
-                                    "{what}: output differs ({} vs {} bytes)",
-                                    n.len(),
-                                    g.len()
-                                ));
-                            }
-                            clipped += usize::from(n.len() < frame.len());
-                        }
-                        (Err(n), Err(g)) => {
-                            let g = match g {
-                                guest::ClipError::Malformed(at) => {
-                                    ClipError::Malformed { at: at as usize }
-                                }
-                                guest::ClipError::NotAnObject => ClipError::NotAnObject,
-                                guest::ClipError::NotAResponse => ClipError::NotAResponse,
-                                guest::ClipError::ErrorResponse => ClipError::ErrorResponse,
-                                guest::ClipError::MissingResult => ClipError::MissingResult,
-                                guest::ClipError::MissingId => ClipError::MissingId,
-                                guest::ClipError::DuplicateMember => ClipError::DuplicateMember,
-                                guest::ClipError::NotAToolResult => ClipError::NotAToolResult,
-                                guest::ClipError::BudgetTooSmall(minimum) => {
-                                    ClipError::BudgetTooSmall {
-                                        minimum: minimum as usize,
-                                    }
-                                }
-                            };
-                            if n != g {
-                                mismatches.push(format!("{what}: native {n:?}, component {g:?}"));
-                            }
-                        }
-                        (n, g) => mismatches.push(format!("{what}: native {n:?}, component {g:?}")),
+            for budget_bytes in [100usize, MIN_CONDENSE_BUDGET, 20_000, 1 << 20] {
+                let native = Condenser::new(budget_bytes).and_then(|mut condenser| {
+                    frame
+                        .chunks(4096)
+                        .try_for_each(|piece| condenser.feed(piece))?;
+                    condenser.finish()
+                });
+                let handle = condenser
+                    .call_constructor(&mut store, budget_bytes as u32)
+                    .unwrap();
+                let mut fed = Ok(());
+                for piece in frame.chunks(4096) {
+                    fed = condenser.call_feed(&mut store, handle, piece).unwrap();
+                    if fed.is_err() {
+                        break;
                     }
+                }
+                let got = fed.and_then(|()| condenser.call_finish(&mut store, handle).unwrap());
+                handle.resource_drop(&mut store).unwrap();
+                // Both sides as one comparable form.
+                #[derive(Debug, PartialEq)]
+                enum Outcome {
+                    Unchanged,
+                    Cut(Vec<u8>),
+                    Error(CondenseError),
+                }
+                let got = match got {
+                    Ok(guest::Condensed::Unchanged) => Outcome::Unchanged,
+                    Ok(guest::Condensed::Cut(frame)) => Outcome::Cut(frame),
+                    Err(guest::CondenseError::BudgetTooSmall(_)) => {
+                        Outcome::Error(CondenseError::BudgetTooSmall {
+                            budget: budget_bytes,
+                        })
+                    }
+                    Err(guest::CondenseError::Overflow(at)) => {
+                        Outcome::Error(CondenseError::Overflow { at })
+                    }
+                    Err(guest::CondenseError::NotAnObject) => {
+                        Outcome::Error(CondenseError::NotAnObject)
+                    }
+                    Err(guest::CondenseError::Incomplete) => {
+                        Outcome::Error(CondenseError::Incomplete)
+                    }
+                };
+                let native = match native {
+                    Ok(Condensed::Cut { frame, .. }) => Outcome::Cut(frame),
+                    Ok(_) => Outcome::Unchanged,
+                    Err(error) => Outcome::Error(error),
+                };
+                condensed += usize::from(matches!(native, Outcome::Cut(_)));
+                if native != got {
+                    let short = |o: &Outcome| match o {
+                        Outcome::Cut(f) => format!("cut to {} bytes", f.len()),
+                        other => format!("{other:?}"),
+                    };
+                    mismatches.push(format!(
+                        "frame {} bytes, budget {budget_bytes}: native {}, component {}",
+                        frame.len(),
+                        short(&native),
+                        short(&got)
+                    ));
                 }
             }
         }
         // The guest is wasm32: anything in the core whose result depends on
-        // the width of `usize` (such as room reserved for `usize::MAX`)
-        // shows up here.
+        // the width of `usize` shows up here.
         assert!(
             mismatches.is_empty(),
             "{} mismatches between native and wasm32:\n{}",
             mismatches.len(),
             mismatches.join("\n")
         );
-        assert!(clipped >= 10, "only {clipped} frames were actually clipped");
+        assert!(
+            condensed >= 10,
+            "only {condensed} frames were actually condensed"
+        );
 
         // Capture: same report, head, tail and rendering for any chunking.
         let stream = workload::small(200, 9);

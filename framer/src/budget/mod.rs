@@ -13,9 +13,9 @@
 //! - [`Capture`] (subprocess or remote output): accepts any number of bytes,
 //!   keeps a head and a tail within a budget and counts the rest, so the
 //!   caller can keep draining a pipe while holding a bounded preview.
-//! - [`clip_response`] (host side): turns a complete response frame that is
-//!   over an agent's budget into a smaller valid response for the same id,
-//!   with the same truncation contract.
+//! - [`Condenser`] (host side, on the wire): turns a response of any size,
+//!   fed as it streams, into a valid one within a budget that says what was
+//!   cut, holding at most the budget.
 //! - [`escaped_len`], [`value_wire_len`], [`longest_prefix_within`]: the
 //!   byte counting all three rely on.
 //!
@@ -23,7 +23,6 @@
 //! `alloc`.
 
 mod capture;
-mod clip;
 mod condense;
 mod config;
 mod layout;
@@ -32,7 +31,6 @@ mod result;
 mod wire;
 
 pub use capture::{Capture, CaptureReport, CapturedOutput};
-pub use clip::{ClipError, clip_response};
 pub use condense::{CondenseError, Condensed, Condenser, MARKER_KEY, MIN_CONDENSE_BUDGET};
 pub use config::{BudgetError, Continuation, ResultConfig};
 pub use result::{BudgetedResult, Pushed, ResultBuilder};

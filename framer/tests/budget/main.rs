@@ -1,18 +1,16 @@
-//! The result budget, bounded capture and host-side clipping: table tests at
+//! The result budget, bounded capture and host-side condensing: table tests at
 //! the edges, and bolero properties for every invariant of issue 3, checked
 //! against `serde_json` as the oracle for bytes on the wire.
 
 mod capture;
-mod clip;
 mod condense;
 mod result;
 mod wire;
 
 use drainpipe_framer::budget::{
-    BudgetError, Capture, ClipError, Continuation, Pushed, ResultBuilder, ResultConfig,
-    clip_response, escaped_len, longest_prefix_within, value_wire_len,
+    BudgetError, Capture, Continuation, Pushed, ResultBuilder, ResultConfig, escaped_len,
+    longest_prefix_within, value_wire_len,
 };
-use drainpipe_framer::testing::{Rng, workload};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -132,17 +130,4 @@ fn assert_both_outcomes(what: &str, seen: &[AtomicUsize; 2]) {
         whole > 0 && truncated > 0,
         "{what}: {whole} whole, {truncated} truncated"
     );
-}
-
-/// `4382` as `4,382`, as the summary writes counts.
-fn group(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

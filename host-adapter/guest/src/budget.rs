@@ -1,4 +1,4 @@
-//! Glue for the `budget` interface: capture and result clipping, both
+//! Glue for the `budget` interface: capture and condensing, both
 //! implemented in `drainpipe_framer::budget`.
 
 use alloc::string::String;
@@ -12,34 +12,52 @@ use crate::exports::drainpipe::framer::budget as wit;
 
 impl wit::Guest for Component {
     type Capture = Capture;
+    type Condenser = Condenser;
+}
 
-    fn clip_response(
-        frame: Vec<u8>,
-        budget_bytes: u32,
-        continuation: wit::Continuation,
-    ) -> Result<Vec<u8>, wit::ClipError> {
-        let mut then = match &continuation.next_cursor {
-            Some(cursor) => core_budget::Continuation::cursor(cursor),
-            None => core_budget::Continuation::none(),
-        };
-        if let Some(total) = continuation.total_estimate {
-            then = then.with_total(total);
+/// The condenser; `None` once finished (or if the budget was refused).
+pub(crate) struct Condenser(RefCell<Result<Option<core_budget::Condenser>, wit::CondenseError>>);
+
+fn condense_error(error: core_budget::CondenseError) -> wit::CondenseError {
+    use core_budget::CondenseError as E;
+    match error {
+        E::BudgetTooSmall { .. } => {
+            wit::CondenseError::BudgetTooSmall(core_budget::MIN_CONDENSE_BUDGET as u64)
         }
-        core_budget::clip_response(&frame, budget_bytes as usize, &then).map_err(|e| {
-            use core_budget::ClipError as E;
-            match e {
-                E::Malformed { at } => wit::ClipError::Malformed(at as u64),
-                E::NotAnObject => wit::ClipError::NotAnObject,
-                E::NotAResponse => wit::ClipError::NotAResponse,
-                E::ErrorResponse => wit::ClipError::ErrorResponse,
-                E::MissingResult => wit::ClipError::MissingResult,
-                E::MissingId => wit::ClipError::MissingId,
-                E::DuplicateMember => wit::ClipError::DuplicateMember,
-                E::NotAToolResult => wit::ClipError::NotAToolResult,
-                E::BudgetTooSmall { minimum } => wit::ClipError::BudgetTooSmall(minimum as u64),
-                _ => panic!("clip error not in wit/framer.wit"),
-            }
-        })
+        E::Overflow { at } => wit::CondenseError::Overflow(at),
+        E::NotAnObject => wit::CondenseError::NotAnObject,
+        E::Incomplete => wit::CondenseError::Incomplete,
+        _ => panic!("condense error not in wit/framer.wit"),
+    }
+}
+
+impl wit::GuestCondenser for Condenser {
+    fn new(budget_bytes: u32) -> Self {
+        let condenser = core_budget::Condenser::new(budget_bytes as usize)
+            .map(Some)
+            .map_err(condense_error);
+        Condenser(RefCell::new(condenser))
+    }
+
+    fn feed(&self, piece: Vec<u8>) -> Result<(), wit::CondenseError> {
+        match &mut *self.0.borrow_mut() {
+            Ok(Some(condenser)) => condenser.feed(&piece).map_err(condense_error),
+            Ok(None) => Err(wit::CondenseError::Incomplete),
+            Err(error) => Err(*error),
+        }
+    }
+
+    fn finish(&self) -> Result<wit::Condensed, wit::CondenseError> {
+        let taken = match &mut *self.0.borrow_mut() {
+            Ok(slot) => slot.take(),
+            Err(error) => return Err(*error),
+        };
+        let condenser = taken.ok_or(wit::CondenseError::Incomplete)?;
+        match condenser.finish().map_err(condense_error)? {
+            core_budget::Condensed::Unchanged => Ok(wit::Condensed::Unchanged),
+            core_budget::Condensed::Cut { frame, .. } => Ok(wit::Condensed::Cut(frame)),
+            _ => panic!("condensed outcome not in wit/framer.wit"),
+        }
     }
 }
 

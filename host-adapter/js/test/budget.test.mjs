@@ -2,27 +2,36 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { clipResponse, Capture } from '../budget.js';
+import { Condenser, condense, Capture, MIN_CONDENSE_BUDGET } from '../budget.js';
 
 const encoder = new TextEncoder();
 
-test('a response over budget is clipped to a valid, smaller response for the same id', { timeout: 10_000 }, () => {
-  const blocks = Array.from({ length: 50 }, (_, i) => ({ type: 'text', text: `line ${i} `.repeat(40) }));
-  const frame = encoder.encode(JSON.stringify({ jsonrpc: '2.0', id: 41, result: { content: blocks, isError: false } }));
-  const clipped = clipResponse(frame, 2048, { nextCursor: 'page-2' });
-  assert.ok(clipped.length <= 2048, `${clipped.length} bytes`);
-  const value = JSON.parse(new TextDecoder().decode(clipped));
+test('a result over budget is condensed as it streams: valid, a prefix, and it says so', { timeout: 10_000 }, () => {
+  const text = 'línea «ünïcødé» "q" \\ \n'.repeat(20_000);
+  const frame = encoder.encode(JSON.stringify({
+    result: { content: [{ type: 'text', text }], structuredContent: { content: text } }, jsonrpc: '2.0', id: 41,
+  }));
+  const condenser = new Condenser(16 * 1024);
+  for (let at = 0; at < frame.length; at += 1000) condenser.feed(frame.subarray(at, at + 1000));
+  const out = condenser.finish();
+  assert.ok(out.length <= 16 * 1024, `${out.length} bytes`);
+  const value = JSON.parse(new TextDecoder().decode(out));
   assert.equal(value.id, 41);
-  assert.equal(value.result.structuredContent.truncated, true);
-  assert.equal(value.result.structuredContent.nextCursor, 'page-2');
-  // Within budget: unchanged.
-  assert.deepEqual(clipResponse(frame, frame.length), frame);
+  const kept = value.result.content[0].text;
+  assert.ok(text.startsWith(kept) && kept.length > 1000);
+  assert.equal(value.result.structuredContent.content, kept, 'the mirror is cut alike');
+  const marker = value.result._meta['io.drainpipe/truncated'];
+  assert.equal(marker.originalBytes, frame.length);
+  assert.deepEqual(marker.cut, ['/content/0/text', '/structuredContent/content']);
+  // Within budget: nothing to cut.
+  assert.equal(condense(frame, frame.length + 10_000), null);
 });
 
-test('frames that cannot be clipped say why', { timeout: 10_000 }, () => {
-  const request = encoder.encode('{"jsonrpc":"2.0","id":1,"method":"tools/call"}');
-  assert.throws(() => clipResponse(request, 10), (e) => e.cause.tag === 'not-a-response');
-  assert.throws(() => clipResponse(encoder.encode('{"id":1,"result":'), 10), (e) => e.cause.tag === 'malformed');
+test('responses that cannot be condensed say why', { timeout: 10_000 }, () => {
+  assert.throws(() => condense(encoder.encode('[1,2]'), 1 << 20), (e) => e.cause.tag === 'not-an-object');
+  assert.throws(() => condense(encoder.encode('{"id":1,"result":'), 1 << 20), (e) => e.cause.tag === 'incomplete');
+  assert.throws(() => condense(encoder.encode('{}'), 100), (e) => e.cause.tag === 'budget-too-small');
+  assert.equal(MIN_CONDENSE_BUDGET, 3256);
 });
 
 test('capture keeps head and tail within budget and counts the rest', { timeout: 10_000 }, () => {
