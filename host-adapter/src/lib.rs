@@ -19,6 +19,7 @@
 
 pub mod backend;
 pub mod component;
+mod condense;
 pub mod proxy;
 #[cfg(feature = "rmcp")]
 pub mod rmcp;

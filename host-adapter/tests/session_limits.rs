@@ -412,3 +412,71 @@ async fn tricky_huge_and_many_block_payloads_arrive_intact() {
     );
     shutdown_clean(&session).await;
 }
+
+/// A call that asks for its result condensed gets a valid result within its
+/// budget that says what was cut, for results under and over the transport
+/// limit, the id first or last; a call that does not ask still gets
+/// `TooLarge`; a budget below the condenser's minimum is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_can_ask_for_its_result_condensed() {
+    let session = start(&[], limited()).await;
+    let budget = 16 << 10;
+    for (bytes, id_last) in [
+        (40_000, false),
+        (40_000, true),
+        (5_000_000, false),
+        (5_000_000, true),
+    ] {
+        let response = within(
+            20,
+            "condensed",
+            session.call_tool(
+                "sized",
+                json!({"bytes": bytes, "id_last": id_last}),
+                opts(15).condensed_to(budget),
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{bytes} bytes, id_last={id_last}: {e}"));
+        assert!(
+            response.wire_bytes <= budget,
+            "{} bytes",
+            response.wire_bytes
+        );
+        let text = response.result["content"][0]["text"].as_str().unwrap();
+        assert!(text.len() > 4_000 && text.bytes().all(|b| b == b'x'));
+        assert_eq!(
+            response.result["_meta"]["io.drainpipe/truncated"]["originalBytes"],
+            json!(bytes)
+        );
+    }
+    assert_eq!(
+        session.metrics().results_condensed,
+        2,
+        "the two over the limit"
+    );
+    let plain = within(
+        20,
+        "not condensed",
+        tool(
+            &session,
+            "sized",
+            json!({"bytes": 5_000_000, "id_last": true}),
+            opts(15),
+        ),
+    )
+    .await;
+    assert!(
+        matches!(plain, Err(CallError::TooLarge { .. })),
+        "{plain:?}"
+    );
+    let refused = session
+        .call_tool("echo", json!({}), opts(5).condensed_to(100))
+        .await;
+    assert!(
+        matches!(refused, Err(CallError::Rejected { .. })),
+        "{refused:?}"
+    );
+    assert_usable(&session).await;
+    shutdown_clean(&session).await;
+}

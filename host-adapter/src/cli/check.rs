@@ -161,9 +161,7 @@ async fn check(args: &CheckArgs) -> std::io::Result<Vec<Row>> {
     let session = Session::spawn(command, config)?;
     let seen = Arc::new(Mutex::new(Vec::<Seen>::new()));
     let listener = tokio::spawn(listen(session.clone(), seen.clone()));
-    let options = CallOptions {
-        timeout: Some(args.timeout),
-    };
+    let options = CallOptions::timeout(args.timeout);
     let mut rows = Vec::new();
     let initialized = initialize(&session, options).await;
     let usable = initialized.verdict == Verdict::Pass;

@@ -236,9 +236,7 @@ fn session_config(limit: usize) -> SessionConfig {
 }
 
 fn opts(secs: u64) -> CallOptions {
-    CallOptions {
-        timeout: Some(Duration::from_secs(secs)),
-    }
+    CallOptions::timeout(Duration::from_secs(secs))
 }
 
 async fn start_session(limit: usize) -> Result<Session, String> {

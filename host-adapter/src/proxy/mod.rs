@@ -24,7 +24,6 @@
 //! status. When the host closes stdin, the server's stdin is closed and it
 //! gets [`ProxyConfig::shutdown`] to exit before SIGTERM and SIGKILL.
 
-mod condense;
 mod metrics;
 mod route;
 mod sink;

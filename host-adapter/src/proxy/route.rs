@@ -12,10 +12,10 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
 use super::ProxyConfig;
-use super::condense::{LineTap, condense_frame};
 use super::metrics::{DirectionMetrics, ProxyMetrics};
 use super::sink::StderrSink;
 use super::wire::{OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE, error_line};
+use crate::condense::{LineTap, condense_frame};
 
 /// Host requests still waiting for the server's answer: id token as written →
 /// whether it is a `tools/call` (whose result may be clipped).

@@ -166,6 +166,13 @@ pub struct CallOptions {
     /// How long to wait for the outcome; `None` for
     /// [`SessionConfig::default_timeout`]. Capped at [`SessionConfig::max_timeout`].
     pub timeout: Option<Duration>,
+    /// The content budget of the result, in bytes on the wire of the whole
+    /// response: a larger result, over the transport limit too, is condensed
+    /// as it streams (see [`drainpipe_framer::budget::Condenser`]) instead of
+    /// failing. Protects the agent's **context**. `None` (the default): a
+    /// result over the transport limit is [`CallError::TooLarge`](super::CallError::TooLarge).
+    /// At least [`MIN_CONDENSE_BUDGET`](drainpipe_framer::budget::MIN_CONDENSE_BUDGET).
+    pub condense_to: Option<usize>,
 }
 
 impl CallOptions {
@@ -173,6 +180,14 @@ impl CallOptions {
     pub fn timeout(timeout: Duration) -> Self {
         CallOptions {
             timeout: Some(timeout),
+            condense_to: None,
         }
+    }
+
+    /// These options with the result condensed to `budget_bytes` (see
+    /// [`CallOptions::condense_to`]).
+    pub fn condensed_to(mut self, budget_bytes: usize) -> Self {
+        self.condense_to = Some(budget_bytes);
+        self
     }
 }

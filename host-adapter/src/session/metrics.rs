@@ -41,6 +41,9 @@ pub struct SessionMetrics {
     /// Responses whose request was no longer pending (cancelled, timed out,
     /// abandoned or never sent), dropped instead of delivered.
     pub late_responses_dropped: u64,
+    /// Results over the transport limit condensed as they streamed, for
+    /// calls that asked for it.
+    pub results_condensed: u64,
     /// Times the session killed the server's process group (policy kills,
     /// and shutdowns that had to escalate to SIGKILL).
     pub process_kills: u64,
@@ -72,6 +75,7 @@ pub(crate) struct Counters {
     pub(crate) requests_sent: AtomicU64,
     pub(crate) cancellations_sent: AtomicU64,
     pub(crate) late_responses_dropped: AtomicU64,
+    pub(crate) results_condensed: AtomicU64,
     pub(crate) process_kills: AtomicU64,
     pub(crate) writes_dropped: AtomicU64,
 }
@@ -106,6 +110,7 @@ impl Counters {
             requests_sent: get(&self.requests_sent),
             cancellations_sent: get(&self.cancellations_sent),
             late_responses_dropped: get(&self.late_responses_dropped),
+            results_condensed: get(&self.results_condensed),
             process_kills: get(&self.process_kills),
             writes_dropped: get(&self.writes_dropped),
         }

@@ -387,6 +387,14 @@ impl Session {
         let deadline = Instant::now() + timeout;
         let id = RequestId(shared.next_id.fetch_add(1, Ordering::Relaxed));
         let line = request_line(id, method, &params);
+        let minimum = drainpipe_framer::budget::MIN_CONDENSE_BUDGET;
+        if let Some(budget) = options.condense_to.filter(|&budget| budget < minimum) {
+            return Err(CallError::Rejected {
+                reason: format!(
+                    "a content budget of {budget} bytes is below the smallest, {minimum} bytes"
+                ),
+            });
+        }
         if line.len() - 1 > config.framer.max_frame_bytes() {
             return Err(CallError::Rejected {
                 reason: format!(
@@ -403,7 +411,7 @@ impl Session {
                     reason: format!("{} requests already in flight", pending.len()),
                 });
             }
-            pending.insert(id.0)
+            pending.insert(id.0, options.condense_to)
         };
         let mut call = PendingCall {
             id,
@@ -412,6 +420,7 @@ impl Session {
             deadline,
             timeout,
             cancel_on_timeout: config.cancel_on_timeout,
+            condense_to: options.condense_to,
             shared: shared.clone(),
         };
         // If the session was lost between the check above and the insert, the

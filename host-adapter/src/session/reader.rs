@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
 use tokio::io::AsyncReadExt;
 use tokio::process::ChildStdout;
@@ -21,6 +22,7 @@ use super::metrics::Counters;
 use super::requests::{CallError, numeric_id};
 use super::{DispatcherFullPolicy, Incoming, OversizePolicy, Shared, response_line};
 use crate::backend::FramerBackend;
+use crate::condense::LineTap;
 
 /// JSON-RPC error code the host answers a server request with when it has no
 /// room to dispatch it (implementation-defined server-error range).
@@ -38,7 +40,9 @@ pub(crate) async fn run(
         oversize_seen: 0,
         not_protocol_seen: 0,
         rejected: None,
+        tap: None,
     };
+    let mut position = 0u64;
     let mut chunk = vec![0u8; shared.config.read_chunk_bytes.max(1)];
     let mut events = Vec::new();
     let ended = loop {
@@ -48,6 +52,8 @@ pub(crate) async fn run(
             Err(error) => break Some(format!("reading server stdout failed: {error}")),
         };
         Counters::add(&shared.counters.stdout_bytes, n as u64);
+        router.tap(&chunk[..n], position);
+        position += n as u64;
         if let Err(error) = backend.push(&chunk[..n], &mut events) {
             // The backend is unusable; keep nothing more from this server.
             shared.kill(&error.to_string());
@@ -83,6 +89,10 @@ struct Router {
     /// `Discarded` carries the envelope of the whole line, which names the
     /// request when the id came after the limit.
     rejected: Option<Unattributed>,
+    /// Condenses lines that cross reads as they stream, once a call asked
+    /// for condensing (to the largest budget pending then; a call with a
+    /// smaller one condenses the result again in its own task).
+    tap: Option<LineTap>,
 }
 
 /// A rejected line that named no request when it was rejected.
@@ -181,10 +191,14 @@ impl Router {
                 len,
                 at_eof,
                 envelope,
-                ..
+                well_formed,
             } => {
                 tracing::debug!(offset, len, at_eof, "rejected line ended");
+                let tapped = self.tap.as_mut().and_then(|tap| tap.take(offset));
                 if let Some(rejected) = self.rejected.take_if(|r| r.offset == offset) {
+                    if well_formed && self.deliver_condensed(&envelope, tapped) {
+                        return;
+                    }
                     let error = match rejected.error {
                         // Now the whole size is known.
                         CallError::TooLarge { limit_bytes, .. } => CallError::TooLarge {
@@ -199,15 +213,49 @@ impl Router {
         }
     }
 
+    /// Feeds the tap the chunk read at stream offset `at`, starting it when
+    /// a pending call first asks for condensing.
+    fn tap(&mut self, chunk: &[u8], at: u64) {
+        if self.tap.is_none()
+            && let Some(budget) = self
+                .shared
+                .pending
+                .lock()
+                .expect("pending map")
+                .largest_condense_budget()
+        {
+            self.tap = Some(LineTap::starting_at(budget, at));
+        }
+        if let Some(tap) = self.tap.as_mut() {
+            tap.push(chunk, at);
+        }
+    }
+
+    /// Whether request `id` asked for its result condensed.
+    fn condensing(&self, id: u64) -> bool {
+        self.shared
+            .pending
+            .lock()
+            .expect("pending map")
+            .condense_budget(id)
+            .is_some()
+    }
+
     /// A line was rejected at `offset` with what was seen before the limit
     /// (or the error): fail the request it answers now where that is
-    /// certain, else wait for its `Discarded`.
+    /// certain, else wait for its `Discarded`. A call that asked for its
+    /// result condensed waits for the line's end too: it gets the condensed
+    /// result then.
     fn reject(&mut self, offset: u64, envelope: &OwnedEnvelope, error: CallError) {
         if envelope.method.is_some() {
             return; // A request or notification: nobody here waits for it.
         }
-        if envelope.id.is_some() {
-            self.fail(envelope, error);
+        if let Some(id) = envelope.id.as_ref() {
+            if our_id(id).is_some_and(|id| self.condensing(id)) {
+                self.rejected = Some(Unattributed { offset, error });
+            } else {
+                self.fail(envelope, error);
+            }
             return;
         }
         // Shaped as a response (`result` or `error` came first, as the
@@ -223,15 +271,45 @@ impl Router {
             })
             .flatten();
         match sole {
-            Some(id) => {
+            Some(id) if !self.condensing(id) => {
                 self.shared
                     .pending
                     .lock()
                     .expect("pending map")
                     .complete(id, Err(error));
             }
-            None => self.rejected = Some(Unattributed { offset, error }),
+            _ => self.rejected = Some(Unattributed { offset, error }),
         }
+    }
+
+    /// Delivers the condensed form of a result over the transport limit to
+    /// the call that asked for it; false if `envelope` names no such call
+    /// or nothing was condensed.
+    fn deliver_condensed(
+        &mut self,
+        envelope: &OwnedEnvelope,
+        tapped: Option<Result<Condensed, CondenseError>>,
+    ) -> bool {
+        let Some(id) = envelope.id.as_ref().and_then(our_id) else {
+            return false;
+        };
+        if envelope.method.is_some() || !envelope.has_result || !self.condensing(id) {
+            return false;
+        }
+        let delivery = match tapped {
+            Some(Ok(Condensed::Cut { frame, .. })) => Ok(frame),
+            Some(Err(error)) => Err(CallError::Uncondensable {
+                reason: error.to_string(),
+            }),
+            _ => return false,
+        };
+        Counters::bump(&self.shared.counters.results_condensed);
+        self.shared
+            .pending
+            .lock()
+            .expect("pending map")
+            .complete(id, delivery);
+        true
     }
 
     /// Fails the request a rejected line was answering, if its id was seen.

@@ -97,6 +97,14 @@ pub enum CallError {
         /// The timeout that passed.
         after: Duration,
     },
+    /// The result is over the call's content budget
+    /// ([`CallOptions::condense_to`](super::CallOptions::condense_to)) and
+    /// could not be condensed into it (what cannot be cut did not fit).
+    #[error("the result could not be condensed: {reason}")]
+    Uncondensable {
+        /// Why.
+        reason: String,
+    },
     /// The request was never sent: the session refused it (too large for the
     /// transport limit, too many in flight, or the dispatcher is full under
     /// the reject policy).
@@ -122,6 +130,8 @@ pub(crate) type Delivery = Result<Vec<u8>, CallError>;
 #[derive(Debug, Default)]
 pub(crate) struct PendingMap {
     slots: HashMap<u64, oneshot::Sender<Delivery>>,
+    /// The content budgets of the calls that asked for condensing.
+    condense: HashMap<u64, usize>,
     /// Requests that ended without the server's answer (timed out,
     /// cancelled, abandoned), whose answer may still come. While there are
     /// any, a response that names no id cannot be said to be the one
@@ -133,10 +143,27 @@ pub(crate) struct PendingMap {
 }
 
 impl PendingMap {
-    pub(crate) fn insert(&mut self, id: u64) -> oneshot::Receiver<Delivery> {
+    pub(crate) fn insert(
+        &mut self,
+        id: u64,
+        condense: Option<usize>,
+    ) -> oneshot::Receiver<Delivery> {
         let (tx, rx) = oneshot::channel();
         self.slots.insert(id, tx);
+        if let Some(budget) = condense {
+            self.condense.insert(id, budget);
+        }
         rx
+    }
+
+    /// The content budget `id` asked for, if it is pending and asked.
+    pub(crate) fn condense_budget(&self, id: u64) -> Option<usize> {
+        self.condense.get(&id).copied()
+    }
+
+    /// The largest content budget among the pending calls.
+    pub(crate) fn largest_condense_budget(&self) -> Option<usize> {
+        self.condense.values().copied().max()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -146,6 +173,7 @@ impl PendingMap {
     /// Delivers the outcome of `id` if it is still pending. Returns false when
     /// it was not (already ended) or its caller has gone away.
     pub(crate) fn complete(&mut self, id: u64, outcome: Delivery) -> bool {
+        self.condense.remove(&id);
         match self.slots.remove(&id) {
             Some(slot) => slot.send(outcome).is_ok(),
             None => false,
@@ -165,6 +193,7 @@ impl PendingMap {
     /// Removes `id` without delivering (the caller is ending it itself,
     /// without the server's answer).
     pub(crate) fn take(&mut self, id: u64) -> bool {
+        self.condense.remove(&id);
         let taken = self.slots.remove(&id).is_some();
         if taken {
             self.note_unanswered(id);
@@ -180,6 +209,7 @@ impl PendingMap {
             let _ = slot.send(Err(error.clone()));
             ids.push(id);
         }
+        self.condense.clear();
         for &id in &ids {
             self.note_unanswered(id);
         }
@@ -234,6 +264,8 @@ pub struct PendingCall {
     pub(crate) deadline: Instant,
     pub(crate) timeout: Duration,
     pub(crate) cancel_on_timeout: bool,
+    /// The content budget of the result, if condensing was asked for.
+    pub(crate) condense_to: Option<usize>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -285,7 +317,14 @@ impl PendingCall {
         };
         self.slot = None;
         match delivered {
-            Ok(Ok(bytes)) => parse_response(self.id, bytes),
+            Ok(Ok(bytes)) => {
+                // Condensed here, in the caller's task, never in the reader.
+                let bytes = match self.condense_to {
+                    Some(budget) if bytes.len() > budget => condense(bytes, budget)?,
+                    _ => bytes,
+                };
+                parse_response(self.id, bytes)
+            }
             Ok(Err(error)) => Err(error),
             Err(_closed) => Err(CallError::SessionLost {
                 reason: "session dropped".into(),
@@ -316,6 +355,18 @@ struct WireError {
     message: String,
     #[serde(default)]
     data: Option<serde_json::Value>,
+}
+
+/// `bytes`, a response over `budget`, condensed into it.
+fn condense(bytes: Vec<u8>, budget: usize) -> Result<Vec<u8>, CallError> {
+    use drainpipe_framer::budget::Condensed;
+    match crate::condense::condense_frame(&bytes, budget) {
+        Ok(Condensed::Cut { frame, .. }) => Ok(frame),
+        Ok(_) => Ok(bytes),
+        Err(error) => Err(CallError::Uncondensable {
+            reason: error.to_string(),
+        }),
+    }
 }
 
 /// Turns a response frame into the caller's outcome. Runs in the caller's

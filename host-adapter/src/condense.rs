@@ -1,7 +1,7 @@
-//! Condensing results on the server→host path: the line tap that feeds the
-//! [`Condenser`] a line as it streams, so a result of any size (over the
-//! transport limit too) becomes one within the content budget, in bounded
-//! memory.
+//! Condensing results on the server→host path, for the proxy and the
+//! session: the line tap that feeds the [`Condenser`] a line as it streams,
+//! so a result of any size (over the transport limit too) becomes one
+//! within the content budget, in bounded memory.
 //!
 //! A line that lies inside one read is condensed from the frame the framer
 //! hands out. A line that crosses reads is tapped: its bytes are held while
@@ -27,9 +27,13 @@ pub(crate) struct LineTap {
     condenser: Option<Condenser>,
     /// The outcome for the line that ended in the last read, by its offset.
     finished: Option<(u64, Result<Condensed, CondenseError>)>,
+    /// Started in the middle of the stream: the bytes up to the first
+    /// newline are the end of a line whose start was not seen.
+    resyncing: bool,
 }
 
 impl LineTap {
+    /// A tap from the start of the stream.
     pub(crate) fn new(budget: usize) -> Self {
         LineTap {
             budget,
@@ -37,18 +41,33 @@ impl LineTap {
             held: Vec::new(),
             condenser: None,
             finished: None,
+            resyncing: false,
+        }
+    }
+
+    /// A tap that starts at stream offset `at`, possibly inside a line:
+    /// that line is not tapped.
+    pub(crate) fn starting_at(budget: usize, at: u64) -> Self {
+        LineTap {
+            line_start: at,
+            resyncing: at > 0,
+            ..LineTap::new(budget)
         }
     }
 
     /// Takes the read `chunk`, which starts at stream offset `at`.
     pub(crate) fn push(&mut self, chunk: &[u8], at: u64) {
         let Some(first) = memchr::memchr(b'\n', chunk) else {
-            self.extend(chunk);
+            if !self.resyncing {
+                self.extend(chunk);
+            }
             return;
         };
         // The line that was open ends here; lines wholly inside the chunk
         // are condensed from their frames; the last one stays open.
-        self.extend(&chunk[..first]);
+        if !std::mem::take(&mut self.resyncing) {
+            self.extend(&chunk[..first]);
+        }
         self.finished = self
             .condenser
             .take()
