@@ -15,7 +15,8 @@
 //! e2e proxy-result [MIB]      `drainpipe proxy` in front of the fixture answering with MIB
 //!                             MiB (default 200), id last: forwarded whole (--max-frame
 //!                             above it), rejected (4 MiB limit), condensed (--clip 256KiB);
-//!                             time to the answer and the proxy's peak RSS (VmHWM)
+//!                             time to the answer and to the next one (the line drained),
+//!                             and the proxy's peak RSS (VmHWM)
 //! ```
 
 use std::time::{Duration, Instant};
@@ -187,10 +188,10 @@ async fn id_last(mib: u64, others_pending: bool) -> (Duration, Duration, Duratio
     (crossed, error_at, ended)
 }
 
-/// Time from the request to the end of its answer through `drainpipe
-/// proxy ARGS -- drainpipe-fixture`, the answer's size, and the proxy's
-/// peak RSS in KiB.
-async fn proxy_result(mib: u64, proxy_args: &[&str]) -> (Duration, usize, u64) {
+/// Through `drainpipe proxy ARGS -- drainpipe-fixture`: the time from the
+/// request to the end of its answer, and to the answer of the next request
+/// (sent then); the answer's size; the proxy's peak RSS in KiB.
+async fn proxy_result(mib: u64, proxy_args: &[&str]) -> (Duration, Duration, usize, u64) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let fixture = fixture();
     let dir = fixture.as_std().get_program().to_owned();
@@ -231,6 +232,14 @@ async fn proxy_result(mib: u64, proxy_args: &[&str]) -> (Duration, usize, u64) {
         .await
         .expect("the answer");
     let took = started.elapsed();
+    let answer_len = line.len();
+    // The next request is answered once the server has written the whole
+    // line and the proxy has drained it: the time to drain and reject.
+    let echo = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{}}}\n";
+    stdin.write_all(echo.as_bytes()).await.expect("echo");
+    line.clear();
+    stdout.read_until(b'\n', &mut line).await.expect("the echo");
+    let next = started.elapsed();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let peak = status
         .lines()
@@ -239,7 +248,7 @@ async fn proxy_result(mib: u64, proxy_args: &[&str]) -> (Duration, usize, u64) {
         .unwrap_or(0);
     drop(stdin);
     let _ = child.wait().await;
-    (took, line.len(), peak)
+    (took, next, answer_len, peak)
 }
 
 #[tokio::main]
@@ -291,9 +300,9 @@ async fn main() {
                 ("rejected", vec![]),
                 ("condensed", vec!["--clip", "256KiB"]),
             ] {
-                let (took, bytes, peak) = proxy_result(mib, &proxy_args).await;
+                let (took, next, bytes, peak) = proxy_result(mib, &proxy_args).await;
                 println!(
-                    "{mib} MiB result, {what:<15}: answer of {bytes} bytes in {took:.2?}; proxy peak RSS {:.1} MiB",
+                    "{mib} MiB result, {what:<15}: answer of {bytes} bytes in {took:.2?}, next answer at {next:.2?}; proxy peak RSS {:.1} MiB",
                     peak as f64 / 1024.0
                 );
             }
