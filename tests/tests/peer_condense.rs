@@ -1,8 +1,11 @@
 //! Guarantee: with `drainpipe proxy --clip`, a tool result of any size
 //! reaches the official clients as a valid result within the budget that
 //! they accept (the TypeScript SDK checks `structuredContent` against the
-//! tool's output schema), whose text is a prefix of the original, whose
-//! mirror in `structuredContent` is cut alike, and which says what was cut.
+//! tool's output schema: `server-filesystem`'s and our v2 server's are
+//! strict, `additionalProperties: false`), whose text is a prefix of the
+//! original, whose mirror in `structuredContent` is cut alike, and which
+//! says what was cut. Both protocol eras: the v1 client with `initialize`,
+//! the v2 client pinned to 2026-07-28.
 //!
 //! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
 
@@ -113,4 +116,65 @@ async fn python_sdk_results_are_condensed() {
         "typescript-sdk client + python-sdk server, 30 MiB text",
     )
     .await;
+}
+
+/// The TypeScript SDK v2 client pinned to protocol revision 2026-07-28, in
+/// front of a v2 server that serves only that revision (`serveStdio`,
+/// legacy openings rejected) and mirrors a 5 MiB text under a strict output
+/// schema: directly, the 11 MB result fails the client; through `proxy
+/// --clip`, the condensed result is accepted, `_meta` keeps the server's
+/// own keys beside the marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_v2_client_on_2026_07_28_accepts_condensed_results() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let file = TextFile::new("v2", 5 << 20);
+    let server = vec![
+        node.node.display().to_string(),
+        node.dir.join("v2-server.mjs").display().to_string(),
+        "--reject-legacy".to_string(),
+    ];
+    let path = file.path.display().to_string();
+    let budget = BUDGET.to_string();
+    let run = |extra: &'static [&'static str], argv: Vec<String>| {
+        let mut args: Vec<String> = ["condensed", "--file", &path, "--budget", &budget]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push("--".into());
+        args.extend(argv);
+        args
+    };
+    let direct = run(&["--expect-direct-failure"], server.clone());
+    let direct: Vec<&str> = direct.iter().map(String::as_str).collect();
+    let direct = run_client(
+        node.script("sdk-v2-client.mjs", &direct),
+        120,
+        "SDK v2 client, direct",
+    )
+    .await;
+    let proxied = run(
+        &[],
+        proxy_argv(
+            &drainpipe,
+            &["--clip", "256KiB", "--metrics", "none"],
+            &server,
+        ),
+    );
+    let proxied: Vec<&str> = proxied.iter().map(String::as_str).collect();
+    let proxied = run_client(
+        node.script("sdk-v2-client.mjs", &proxied),
+        120,
+        "SDK v2 client, through proxy --clip",
+    )
+    .await;
+    figure(
+        "typescript-sdk v2 client (2026-07-28) + v2 server, 5 MiB text",
+        json!({"direct_error": direct.summary["direct_error"], "condensed_ms": proxied.summary["ms"], "marker": proxied.summary["marker"]}),
+    );
 }

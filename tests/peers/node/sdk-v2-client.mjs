@@ -1,0 +1,66 @@
+// A host on the official TypeScript SDK v2 client (`@modelcontextprotocol/client`),
+// pinned to protocol revision 2026-07-28 (`server/discover`, no `initialize`).
+//
+//   node sdk-v2-client.mjs condensed --file PATH --budget N [--expect-direct-failure] -- <server command…>
+//
+// Reads the file through `read_text` and checks what `sdk-client.mjs
+// condensed` checks: the result is accepted (the schema check included),
+// its text is a prefix of the file, the mirror is cut alike, and the
+// marker says what was cut. With `--expect-direct-failure` the result must
+// instead fail (the client's own buffer limit, when nothing is in between).
+// The last stdout line is a JSON summary.
+
+import { readFileSync } from "node:fs";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+
+const argv = process.argv.slice(2);
+const split = argv.indexOf("--");
+const options = argv.slice(0, split);
+const [command, ...args] = argv.slice(split + 1);
+const option = (name) => options[options.indexOf(name) + 1];
+const check = (condition, message) => {
+  if (!condition) throw new Error(`check failed: ${message}`);
+};
+
+const summary = { peer: "typescript-sdk-v2", protocol: "2026-07-28" };
+const client = new Client(
+  { name: "drainpipe-release-v2-client", version: "0.0.0" },
+  { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+);
+try {
+  await client.connect(new StdioClientTransport({ command, args, stderr: "inherit" }));
+  const path = option("--file");
+  const budget = Number(option("--budget"));
+  const original = readFileSync(path, "utf8");
+  if (options.includes("--expect-direct-failure")) {
+    let failed = false;
+    try {
+      await client.callTool({ name: "read_text", arguments: { path } }, undefined, { timeout: 60000 });
+    } catch (error) {
+      failed = true;
+      summary.direct_error = String(error.message);
+    }
+    check(failed, "without the proxy the oversized result fails the client");
+  } else {
+    const start = process.hrtime.bigint();
+    const result = await client.callTool({ name: "read_text", arguments: { path } }, undefined, { timeout: 60000 });
+    summary.ms = Number(process.hrtime.bigint() - start) / 1e6;
+    const text = result.content[0].text;
+    check(original.startsWith(text) && text.length > 1000, `a prefix of the file: ${text.length} characters`);
+    check(result.structuredContent.content === text, "the mirror is cut alike");
+    const marker = result._meta?.["io.drainpipe/truncated"];
+    check(marker && marker.originalBytes > budget && marker.keptBytes <= budget, `the marker: ${JSON.stringify(marker)}`);
+    check(result._meta?.["io.modelcontextprotocol/serverInfo"] !== undefined, "the server's own _meta keys are kept");
+    summary.marker = marker;
+    summary.kept_chars = text.length;
+  }
+  summary.ok = true;
+} catch (error) {
+  summary.ok = false;
+  summary.error = String(error?.stack ?? error);
+  process.exitCode = 1;
+} finally {
+  await client.close().catch(() => {});
+}
+console.log(JSON.stringify(summary));

@@ -1,0 +1,45 @@
+// An MCP stdio server on the official TypeScript SDK v2
+// (`@modelcontextprotocol/server`), serving both protocol eras through
+// `serveStdio` (`--reject-legacy`: the 2026-07-28 era only). One tool,
+// `read_text {path}`, returns the file's text in `content` and mirrored in
+// `structuredContent.content`, under a strict output schema
+// (`additionalProperties: false`), as the official filesystem server does.
+// Logs go to stderr only.
+
+import { readFileSync } from "node:fs";
+import { McpServer, fromJsonSchema } from "@modelcontextprotocol/server";
+import { serveStdio } from "@modelcontextprotocol/server/stdio";
+
+const legacy = process.argv.includes("--reject-legacy") ? "reject" : "serve";
+
+serveStdio(
+  () => {
+    const server = new McpServer(
+      { name: "drainpipe-v2-peer", version: "0.0.0" },
+      { capabilities: { tools: {} } },
+    );
+    server.registerTool(
+      "read_text",
+      {
+        description: "The text of the file at `path`.",
+        inputSchema: fromJsonSchema({
+          type: "object",
+          properties: { path: { type: "string" } },
+          required: ["path"],
+        }),
+        outputSchema: fromJsonSchema({
+          type: "object",
+          properties: { content: { type: "string" } },
+          required: ["content"],
+          additionalProperties: false,
+        }),
+      },
+      async ({ path }) => {
+        const text = readFileSync(path, "utf8");
+        return { content: [{ type: "text", text }], structuredContent: { content: text } };
+      },
+    );
+    return server;
+  },
+  { legacy, onerror: (error) => process.stderr.write(`v2-peer: ${error.message}\n`) },
+);
