@@ -112,11 +112,22 @@ async fn oversize_with_the_id_last_among_several_fails_when_the_id_passes() {
         opts(20),
     )
     .await;
+    fails_by_its_id_with_its_whole_size(&session).await;
+    let slow = within(10, "the other request", slow.outcome()).await;
+    assert!(slow.is_ok(), "the other request answers normally: {slow:?}");
+    assert_eq!(session.metrics().oversize_frames, 1);
+    assert_usable(&session).await;
+    shutdown_clean(&session).await;
+}
+
+/// A 1 MiB answer with the id last fails its request when the id has
+/// passed (not at the limit), with the line's whole size.
+async fn fails_by_its_id_with_its_whole_size(session: &drainpipe_host::session::Session) {
     let outcome = within(
         10,
         "id-last oversize",
         tool(
-            &session,
+            session,
             "sized",
             json!({"bytes": 1 << 20, "id_last": true}),
             opts(20),
@@ -128,13 +139,9 @@ async fn oversize_with_the_id_last_among_several_fails_when_the_id_passes() {
         Err(CallError::TooLarge {
             received_bytes: 1 << 20,
             limit_bytes: LIMIT
-        })
+        }),
+        "failed by its id at the end of the line, with the whole size"
     );
-    let slow = within(10, "the other request", slow.outcome()).await;
-    assert!(slow.is_ok(), "the other request answers normally: {slow:?}");
-    assert_eq!(session.metrics().oversize_frames, 1);
-    assert_usable(&session).await;
-    shutdown_clean(&session).await;
 }
 
 /// After a request ended unanswered (timed out, so its answer may still
@@ -158,25 +165,7 @@ async fn a_request_that_may_still_be_answered_stops_the_shortcut() {
         matches!(first, Err(CallError::TimedOut { .. })),
         "{first:?}"
     );
-    let outcome = within(
-        10,
-        "id-last oversize",
-        tool(
-            &session,
-            "sized",
-            json!({"bytes": 1 << 20, "id_last": true}),
-            opts(20),
-        ),
-    )
-    .await;
-    assert_eq!(
-        outcome,
-        Err(CallError::TooLarge {
-            received_bytes: 1 << 20,
-            limit_bytes: LIMIT
-        }),
-        "failed by its id at the end of the line, with the whole size"
-    );
+    fails_by_its_id_with_its_whole_size(&session).await;
     shutdown_clean(&session).await;
 }
 

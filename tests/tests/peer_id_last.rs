@@ -213,28 +213,15 @@ async fn the_proxy_answers_an_id_last_response_with_an_error() {
     };
     let files = Files::new("proxy-down");
     let file = files.text("five.txt", 5 << 20);
-    let proxied = proxy_argv(
-        &drainpipe,
-        &["--metrics", "none"],
-        &node.filesystem_server(&files.dir),
-    );
     let path = file.display().to_string();
-    let args: Vec<&str> = ["read-too-large", "--file", &path, "--"]
-        .into_iter()
-        .chain(proxied.iter().map(String::as_str))
-        .collect();
-    let run = run_client(
-        node.script("sdk-client.mjs", &args),
-        60,
+    let run = too_large_through_the_proxy(
+        &node,
+        &drainpipe,
+        &node.filesystem_server(&files.dir),
+        &["read-too-large", "--file", &path],
         "SDK client → proxy → server-filesystem",
     )
     .await;
-    assert_eq!(
-        run.summary["large"]["code"],
-        json!(drainpipe_host::proxy::TOO_LARGE),
-        "{}",
-        run.summary
-    );
     figure(
         "typescript-sdk client → proxy → server-filesystem 5 MiB read: time to the error",
         json!({"error_ms": run.summary["large"]["ms"], "next_call_ms": run.summary["after_large_ms"]}),
@@ -250,28 +237,41 @@ async fn the_proxy_answers_an_id_last_request_over_the_limit() {
     let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
         return;
     };
-    let proxied = proxy_argv(
-        &drainpipe,
-        &["--metrics", "none"],
-        &node.everything_server(),
-    );
     let bytes = (5 << 20).to_string();
-    let args: Vec<&str> = ["send-too-large", "--bytes", &bytes, "--"]
-        .into_iter()
-        .chain(proxied.iter().map(String::as_str))
-        .collect();
-    let run = run_client(
-        node.script("sdk-client.mjs", &args),
-        60,
+    let run = too_large_through_the_proxy(
+        &node,
+        &drainpipe,
+        &node.everything_server(),
+        &["send-too-large", "--bytes", &bytes],
         "SDK client → proxy with a 5 MiB request",
     )
     .await;
+    let ms = run.summary["large"]["ms"].as_f64().expect("ms");
+    assert!(ms < 10_000.0, "the error took {ms} ms");
+}
+
+/// Runs `sdk-client.mjs MODE_ARGS -- drainpipe proxy -- SERVER` and checks
+/// the client's call ended in the proxy's too-large error for its id.
+async fn too_large_through_the_proxy(
+    node: &NodePeer,
+    drainpipe: &Path,
+    server: &[String],
+    mode_args: &[&str],
+    what: &str,
+) -> peers::ClientRun {
+    let proxied = proxy_argv(drainpipe, &["--metrics", "none"], server);
+    let args: Vec<&str> = mode_args
+        .iter()
+        .copied()
+        .chain(["--"])
+        .chain(proxied.iter().map(String::as_str))
+        .collect();
+    let run = run_client(node.script("sdk-client.mjs", &args), 60, what).await;
     assert_eq!(
         run.summary["large"]["code"],
         json!(drainpipe_host::proxy::TOO_LARGE),
         "{}",
         run.summary
     );
-    let ms = run.summary["large"]["ms"].as_f64().expect("ms");
-    assert!(ms < 10_000.0, "the error took {ms} ms");
+    run
 }

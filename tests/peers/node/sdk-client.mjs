@@ -14,6 +14,7 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { checkCondensed } from "./condensed-check.mjs";
 
 const argv = process.argv.slice(2);
 const split = argv.indexOf("--");
@@ -193,19 +194,11 @@ async function condensed(client, summary) {
   const start = process.hrtime.bigint();
   const result = await client.callTool({ name: option("--tool"), arguments: { path } }, undefined, { timeout: 120000 });
   summary.ms = elapsedMs(start);
-  const text = result.content[0].text;
-  check(original.startsWith(text), "the kept text is a prefix of the file");
-  check(text.length > 1000, `a useful prefix: ${text.length} characters`);
-  const mirrors = Object.values(result.structuredContent ?? {}).filter((v) => typeof v === "string");
-  check(mirrors.length === 1 && mirrors[0] === text, "the mirror in structuredContent is cut alike");
-  const marker = result._meta?.["io.drainpipe/truncated"];
-  check(marker && marker.originalBytes > budget && marker.keptBytes <= budget, `the marker: ${JSON.stringify(marker)}`);
-  const notice = result.content[result.content.length - 1].text;
-  check(notice.startsWith("[drainpipe]"), `the notice block: ${notice}`);
-  summary.kept_chars = text.length;
+  const { marker, keptChars } = checkCondensed(result, original, budget);
+  summary.kept_chars = keptChars;
   summary.marker = marker;
   const again = await client.callTool({ name: option("--tool"), arguments: { path } }, undefined, { timeout: 120000 });
-  check(again.content[0].text === text, "the same result again");
+  check(again.content[0].text === result.content[0].text, "the same result again");
 }
 
 const transport = new StdioClientTransport({ command, args, stderr: "inherit", env: process.env });
