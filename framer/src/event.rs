@@ -198,6 +198,157 @@ impl Id<'_> {
         self.write_json(&mut out);
         out
     }
+
+    /// A key equal for two ids exactly when JSON-RPC peers take them for the
+    /// same id, whatever the spelling: strings by their decoded value
+    /// (`"é"`, `"\u00e9"`; `"a/b"`, `"a\/b"`), numbers by their numeric
+    /// value (`100`, `1E2`, `100.0`), never a string equal to a number.
+    /// Match ids by this key, and echo an id back as its own peer wrote it.
+    /// Made from the recorded token alone (at most
+    /// [`Envelope::MAX_FIELD_BYTES`]), not from the message.
+    pub fn canonical(&self) -> Vec<u8> {
+        let mut key = Vec::new();
+        match self {
+            Id::Null => key.extend_from_slice(b"z"),
+            Id::String(raw) => {
+                key.push(b's');
+                decode_string(raw, &mut key);
+            }
+            Id::Number(raw) => {
+                key.push(b'n');
+                canonical_number(raw, &mut key);
+            }
+        }
+        key
+    }
+}
+
+/// Appends the decoded contents of a JSON string's raw contents (escapes
+/// resolved; a lone surrogate escape kept as its own three bytes, WTF-8
+/// style, so distinct escapes stay distinct). Bytes after a broken escape
+/// are kept as they are.
+fn decode_string(raw: &[u8], out: &mut Vec<u8>) {
+    let hex = |at: usize| -> Option<u32> {
+        let digits = raw.get(at..at + 4)?;
+        digits.iter().try_fold(0u32, |value, &d| {
+            Some(value * 16 + char::from(d).to_digit(16)?)
+        })
+    };
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        if b != b'\\' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let simple = match raw.get(i + 1) {
+            Some(b'"') => Some(b'"'),
+            Some(b'\\') => Some(b'\\'),
+            Some(b'/') => Some(b'/'),
+            Some(b'b') => Some(0x08),
+            Some(b'f') => Some(0x0C),
+            Some(b'n') => Some(b'\n'),
+            Some(b'r') => Some(b'\r'),
+            Some(b't') => Some(b'\t'),
+            _ => None,
+        };
+        if let Some(decoded) = simple {
+            out.push(decoded);
+            i += 2;
+            continue;
+        }
+        let Some(unit) = (raw.get(i + 1) == Some(&b'u'))
+            .then(|| hex(i + 2))
+            .flatten()
+        else {
+            out.push(b);
+            i += 1;
+            continue;
+        };
+        let low = (raw.get(i + 6..i + 8) == Some(b"\\u"))
+            .then(|| hex(i + 8))
+            .flatten()
+            .filter(|low| (0xDC00..0xE000).contains(low));
+        let (code, taken) = match (unit, low) {
+            (0xD800..=0xDBFF, Some(low)) => {
+                (0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00), 12)
+            }
+            _ => (unit, 6),
+        };
+        let mut utf8 = [0u8; 4];
+        match char::from_u32(code) {
+            Some(c) => out.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes()),
+            // A lone surrogate: its generalised UTF-8 form.
+            None => out.extend_from_slice(&[
+                0xE0 | (code >> 12) as u8,
+                0x80 | ((code >> 6) & 0x3F) as u8,
+                0x80 | (code & 0x3F) as u8,
+            ]),
+        }
+        i += taken;
+    }
+}
+
+/// Appends a number token's value in one form: sign, significant digits
+/// without leading or trailing zeros, and the decimal exponent of the first
+/// digit (`1E2`, `100`, `100.0` all become `+1e2`; every zero `0`). A token
+/// that is not a JSON number is kept as it is, after a `?`.
+fn canonical_number(raw: &[u8], out: &mut Vec<u8>) {
+    let (negative, rest) = match raw.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, raw),
+    };
+    let mantissa_end = rest
+        .iter()
+        .position(|&b| b == b'e' || b == b'E')
+        .unwrap_or(rest.len());
+    let (mantissa, exponent) = rest.split_at(mantissa_end);
+    let (int, frac) = match mantissa.iter().position(|&b| b == b'.') {
+        Some(dot) => (&mantissa[..dot], &mantissa[dot + 1..]),
+        None => (mantissa, &[][..]),
+    };
+    let exponent: Option<i64> = match exponent.split_first() {
+        None => Some(0),
+        Some((_, e)) => core::str::from_utf8(e).ok().and_then(|e| e.parse().ok()),
+    };
+    let digits_ok = !int.is_empty() && int.iter().chain(frac).all(u8::is_ascii_digit);
+    let Some(exponent) = exponent.filter(|_| digits_ok) else {
+        out.push(b'?');
+        out.extend_from_slice(raw);
+        return;
+    };
+    let digits = int.iter().chain(frac).copied();
+    let leading = digits.clone().take_while(|&d| d == b'0').count();
+    let significant: Vec<u8> = digits.skip(leading).collect();
+    let end = significant
+        .iter()
+        .rposition(|&d| d != b'0')
+        .map_or(0, |at| at + 1);
+    if end == 0 {
+        out.push(b'0');
+        return;
+    }
+    // The first significant digit's power of ten.
+    let power = int.len() as i64 - 1 - leading as i64 + exponent;
+    out.push(if negative { b'-' } else { b'+' });
+    out.extend_from_slice(&significant[..end]);
+    out.push(b'e');
+    let mut text = [0u8; 24];
+    let mut n = power.unsigned_abs();
+    let mut at = text.len();
+    loop {
+        at -= 1;
+        text[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if power < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&text[at..]);
 }
 
 impl fmt::Display for Id<'_> {

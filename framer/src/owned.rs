@@ -25,6 +25,22 @@ pub struct OwnedEnvelope {
     pub has_error: bool,
 }
 
+impl OwnedId {
+    /// The borrowed form.
+    pub fn as_id(&self) -> Id<'_> {
+        match self {
+            OwnedId::Number(raw) => Id::Number(raw),
+            OwnedId::String(raw) => Id::String(raw),
+            OwnedId::Null => Id::Null,
+        }
+    }
+
+    /// See [`Id::canonical`]: the key to match ids by.
+    pub fn canonical(&self) -> Vec<u8> {
+        self.as_id().canonical()
+    }
+}
+
 impl From<Envelope<'_>> for OwnedEnvelope {
     fn from(e: Envelope<'_>) -> Self {
         OwnedEnvelope {

@@ -598,3 +598,42 @@ fn the_envelope_is_found_wherever_the_id_stands() {
         }
     }
 }
+
+/// Ids equal in value have one canonical key, whatever their spelling;
+/// different ids (a string and a number among them) have different keys.
+#[test]
+fn ids_are_compared_by_value() {
+    use drainpipe_framer::Id;
+    let key = |id: Id<'_>| id.canonical();
+    let same: &[(Id<'_>, Id<'_>)] = &[
+        (Id::String("é".as_bytes()), Id::String(br"\u00e9")),
+        (Id::String(br"a/b"), Id::String(br"a\/b")),
+        (Id::String(br#"q"q"#), Id::String(br#"q\"q"#)),
+        (Id::String("😀".as_bytes()), Id::String(br"\ud83d\ude00")),
+        (Id::Number(b"100"), Id::Number(b"1E2")),
+        (Id::Number(b"100"), Id::Number(b"100.0")),
+        (Id::Number(b"1.5"), Id::Number(b"15e-1")),
+        (Id::Number(b"0"), Id::Number(b"-0.0e5")),
+        (Id::Number(b"-7"), Id::Number(b"-7.000")),
+    ];
+    for (a, b) in same {
+        assert_eq!(key(*a), key(*b), "{a} and {b}");
+    }
+    let different: &[(Id<'_>, Id<'_>)] = &[
+        (Id::String(b"1"), Id::Number(b"1")),
+        (Id::Number(b"1"), Id::Number(b"-1")),
+        (Id::Number(b"10"), Id::Number(b"1")),
+        (Id::Number(b"0.1"), Id::Number(b"1")),
+        (Id::String(br"\ud83d"), Id::String(br"\ud83e")),
+        (Id::Null, Id::String(b"null")),
+        (Id::String(b"a"), Id::String(b"A")),
+    ];
+    for (a, b) in different {
+        assert_ne!(key(*a), key(*b), "{a} and {b}");
+    }
+    // serde_json agrees on which string ids are equal.
+    for (a, b) in [&same[0], &same[1], &same[3]] {
+        let decode = |id: &Id<'_>| serde_json::from_slice::<String>(&id.to_json()).unwrap();
+        assert_eq!(decode(a), decode(b));
+    }
+}

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
-use drainpipe_framer::{Event, Framer, JsonError};
+use drainpipe_framer::{Event, Framer, Id, JsonError};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
@@ -17,11 +17,15 @@ use super::sink::StderrSink;
 use super::wire::{OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE, error_line};
 use crate::condense::{LineTap, condense_frame};
 
-/// Host requests still waiting for the server's answer: id token as written →
-/// whether it is a `tools/call` (whose result may be clipped).
+/// Host requests still waiting for the server's answer, matched by the
+/// value of their id ([`Id::canonical`](drainpipe_framer::Id::canonical)):
+/// a server may echo `"é"` as `"\u00e9"` or `1E2` as `100.0`. Each keeps the
+/// host's own spelling, for the proxy's answers, and whether it is a
+/// `tools/call` (whose result may be condensed). Every method takes an id
+/// token as written by either peer.
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
-    requests: HashMap<Vec<u8>, bool>,
+    requests: HashMap<Vec<u8>, (Vec<u8>, bool)>,
     /// Requests the host cancelled, whose answer may still come. While
     /// there are any, a response that names no id is not pinned on the
     /// one request in flight (see [`InFlight::sole`]).
@@ -31,36 +35,51 @@ pub(crate) struct InFlight {
     cancelled_overflowed: bool,
 }
 
+/// The key an id token is matched by.
+fn key_of(token: &[u8]) -> Vec<u8> {
+    let id = match token {
+        [b'"', inner @ .., b'"'] => Id::String(inner),
+        b"null" => Id::Null,
+        number => Id::Number(number),
+    };
+    id.canonical()
+}
+
 impl InFlight {
     /// Requests tracked at most; past this, new ones are forwarded untracked
-    /// (no clipping, no error at exit). Bounds the proxy's **memory** against
-    /// a host that never reads answers.
+    /// (no condensing, no error at exit). Bounds the proxy's **memory**
+    /// against a host that never reads answers.
     pub(crate) const MAX_TRACKED: usize = 65_536;
 
     fn insert(&mut self, id: Vec<u8>, is_tool_call: bool) -> bool {
         if self.requests.len() >= Self::MAX_TRACKED {
             return false;
         }
-        self.requests.insert(id, is_tool_call);
+        self.requests.insert(key_of(&id), (id, is_tool_call));
         true
     }
 
-    fn remove(&mut self, id: &[u8]) -> Option<bool> {
-        self.requests.remove(id)
+    /// Ends `id`; gives the host's spelling of it and whether it was a
+    /// `tools/call`, if it was in flight.
+    fn take(&mut self, id: &[u8]) -> Option<(Vec<u8>, bool)> {
+        self.requests.remove(&key_of(id))
     }
 
     /// Whether `id` is a `tools/call` in flight.
     fn is_tool_call(&self, id: &[u8]) -> bool {
-        self.requests.get(id) == Some(&true)
+        self.requests
+            .get(&key_of(id))
+            .is_some_and(|&(_, tool_call)| tool_call)
     }
 
     /// The host cancelled `id`: the server need not answer it, but may.
-    fn cancel(&mut self, id: Vec<u8>) {
-        if self.requests.remove(&id).is_none() {
+    fn cancel(&mut self, id: &[u8]) {
+        let key = key_of(id);
+        if self.requests.remove(&key).is_none() {
             return;
         }
         if self.cancelled.len() < Self::MAX_TRACKED {
-            self.cancelled.insert(id);
+            self.cancelled.insert(key);
         } else {
             self.cancelled_overflowed = true;
         }
@@ -68,21 +87,26 @@ impl InFlight {
 
     /// A response for `id` arrived while it was not in flight.
     fn answered_late(&mut self, id: &[u8]) {
-        self.cancelled.remove(id);
+        self.cancelled.remove(&key_of(id));
     }
 
-    /// The request a response that names no id must be answering: the only
-    /// one in flight, when no cancelled one may still be answered.
+    /// The request a response that names no id must be answering (its
+    /// host's spelling): the only one in flight, when no cancelled one may
+    /// still be answered.
     fn sole(&self) -> Option<Vec<u8>> {
         if self.requests.len() != 1 || !self.cancelled.is_empty() || self.cancelled_overflowed {
             return None;
         }
-        self.requests.keys().next().cloned()
+        self.requests
+            .values()
+            .next()
+            .map(|(token, _)| token.clone())
     }
 
-    /// Empties the table; returns the ids that were still waiting.
+    /// Empties the table; returns the ids that were still waiting, as the
+    /// host wrote them.
     pub(crate) fn drain(&mut self) -> Vec<Vec<u8>> {
-        self.requests.drain().map(|(id, _)| id).collect()
+        self.requests.drain().map(|(_, (token, _))| token).collect()
     }
 }
 
@@ -329,7 +353,7 @@ impl Router {
                     // The server need not answer a cancelled request: stop
                     // waiting for it, so it is not failed again at exit.
                     if let Some(id) = cancelled_request(&line) {
-                        self.in_flight.lock().expect("in flight").cancel(id);
+                        self.in_flight.lock().expect("in flight").cancel(&id);
                     }
                 }
                 line
@@ -350,7 +374,7 @@ impl Router {
             }
             (Direction::ServerToHost, None, Some(id)) if is_response => {
                 let mut in_flight = self.in_flight.lock().expect("in flight");
-                if in_flight.remove(&id).is_none() {
+                if in_flight.take(&id).is_none() {
                     in_flight.answered_late(&id);
                 }
                 line
@@ -396,7 +420,11 @@ impl Router {
         if envelope.method.is_some() || !envelope.has_result || !self.is_tool_call(&id) {
             return false;
         }
-        self.in_flight.lock().expect("in flight").remove(&id);
+        // Errors go back with the host's own spelling of the id.
+        let id = match self.in_flight.lock().expect("in flight").take(&id) {
+            Some((host_id, _)) => host_id,
+            None => id,
+        };
         let budget = self.config.clip_bytes.unwrap_or_default();
         let shown = String::from_utf8_lossy(&id).into_owned();
         let line = match (outcome, original) {
@@ -504,22 +532,23 @@ impl Router {
     fn answer_requester(&mut self, id: &[u8], code: i64, what: &str) -> bool {
         let shown = String::from_utf8_lossy(id).into_owned();
         let waiting = match self.direction {
-            // Only host requests are tracked; a server request the host's
-            // answer was for is answered in any case (it cannot be checked).
+            // Only host requests are tracked (answered with the host's own
+            // spelling of the id); a server request the host's answer was
+            // for is answered in any case (it cannot be checked).
             Direction::ServerToHost => self
                 .in_flight
                 .lock()
                 .expect("in flight")
-                .remove(id)
-                .is_some(),
-            Direction::HostToServer => true,
+                .take(id)
+                .map(|(host_id, _)| host_id),
+            Direction::HostToServer => Some(id.to_vec()),
         };
-        if !waiting {
+        let Some(target) = waiting else {
             self.sink
                 .line(&format!("{what}; id {shown} is not waiting for an answer"));
             return false;
-        }
-        self.send_error(false, id, code, what);
+        };
+        self.send_error(false, &target, code, what);
         let other = match self.direction {
             Direction::HostToServer => "server",
             Direction::ServerToHost => "host",
@@ -552,7 +581,7 @@ fn malformed_text(peer: &str, offset: u64, error: JsonError) -> String {
 }
 
 /// The `params.requestId` of a `notifications/cancelled`, as a JSON token
-/// (re-serialised: ids written with needless escapes are not matched).
+/// (re-serialised; matched by value, so its spelling does not matter).
 fn cancelled_request(frame: &[u8]) -> Option<Vec<u8>> {
     let message: serde_json::Value = serde_json::from_slice(frame).ok()?;
     let id = message.get("params")?.get("requestId")?;

@@ -245,9 +245,25 @@ impl PendingMap {
     }
 }
 
-/// Parses a JSON-RPC id token as the numeric ids this session issues.
+/// The numeric id this session issued that a JSON-RPC number token names,
+/// compared by value: `7`, `7.0` and `0.7e1` all name 7.
 pub(crate) fn numeric_id(token: &[u8]) -> Option<u64> {
-    std::str::from_utf8(token).ok()?.parse().ok()
+    let key = drainpipe_framer::Id::Number(token).canonical();
+    if key == b"n0" {
+        return Some(0);
+    }
+    // `n+<significant digits>e<power of the first digit>`.
+    let rest = key.strip_prefix(b"n+")?;
+    let e = rest.iter().rposition(|&b| b == b'e')?;
+    let digits = std::str::from_utf8(&rest[..e]).ok()?;
+    let power: i64 = std::str::from_utf8(&rest[e + 1..]).ok()?.parse().ok()?;
+    let zeros = power.checked_sub(digits.len() as i64 - 1)?;
+    if !(0..=20).contains(&zeros) {
+        return None; // Fractional, or past u64.
+    }
+    let mut whole = digits.to_string();
+    whole.extend(std::iter::repeat_n('0', zeros as usize));
+    whole.parse().ok()
 }
 
 /// A request that was sent and has not been awaited yet.
@@ -395,5 +411,28 @@ fn parse_response(id: RequestId, bytes: Vec<u8>) -> Result<Response, CallError> 
         None => Err(CallError::Malformed {
             detail: "response has neither result nor error".into(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::numeric_id;
+
+    #[test]
+    fn our_ids_are_recognised_by_value() {
+        for (token, id) in [
+            (&b"7"[..], Some(7)),
+            (b"7.0", Some(7)),
+            (b"0.7e1", Some(7)),
+            (b"1E2", Some(100)),
+            (b"0", Some(0)),
+            (b"-0.0", Some(0)),
+            (b"7.5", None),
+            (b"-7", None),
+            (b"1e30", None),
+            (b"18446744073709551615", Some(u64::MAX)),
+        ] {
+            assert_eq!(numeric_id(token), id, "{}", String::from_utf8_lossy(token));
+        }
     }
 }
