@@ -253,15 +253,32 @@ pub async fn run(
         Some(status) => format!("the server ended ({status}) without answering"),
         None => "the server could not be reaped".to_string(),
     };
+    // Every waiting request is answered: the queue is bounded, so this waits
+    // for the host's writer (however many there are), up to a deadline for a
+    // host that stopped reading. What was not written is counted as such.
+    let deadline = Instant::now() + config.shutdown.after_kill.max(Duration::from_secs(5));
+    let mut queued = 0u64;
     for id in &waiting {
-        let _ = host_replies.try_send(wire::error_line(id, SERVER_GONE, &reason));
+        let line = wire::error_line(id, SERVER_GONE, &reason);
+        match tokio::time::timeout_at(deadline.into(), host_replies.send(line)).await {
+            Ok(Ok(())) => queued += 1,
+            _ => break,
+        }
     }
-    drop(host_replies);
     finish_host.cancel();
-    let _ = tokio::time::timeout(config.shutdown.after_kill, host_writer).await;
+    let written_all = tokio::time::timeout_at(deadline.into(), host_writer)
+        .await
+        .is_ok();
+    let unwritten = if written_all {
+        0
+    } else {
+        (host_replies.max_capacity() - host_replies.capacity()) as u64
+    };
+    drop(host_replies);
     let mut metrics = metrics.lock().expect("metrics").clone();
     metrics.requests_failed_at_exit = waiting.len() as u64;
-    metrics.errors_sent += waiting.len() as u64;
+    metrics.errors_sent += queued - unwritten.min(queued);
+    metrics.errors_dropped += waiting.len() as u64 - queued + unwritten.min(queued);
     metrics.server_exit_code = status.and_then(|s| s.code());
     metrics.server_signal = status.and_then(|s| s.signal());
     metrics.stderr_bytes_dropped = sink.dropped_bytes();

@@ -1,0 +1,150 @@
+//! `drainpipe proxy` owes the host exactly one answer per request: ids are
+//! matched by value whatever the server's spelling, and every request still
+//! waiting when the server exits is answered, however many there are.
+//! Real processes: the proxy binary and a small Python server (`python3`).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use drainpipe_framer::Id;
+use serde_json::Value;
+
+/// The proxy in front of `python3 -c SCRIPT`, with its metrics as JSON in
+/// `metrics`.
+fn proxy(script: &str, metrics: &std::path::Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_drainpipe"))
+        .args(["proxy", "--metrics", "json", "--metrics-file"])
+        .arg(metrics)
+        .args(["--", "python3", "-u", "-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn drainpipe proxy")
+}
+
+/// Every stdout line until end of file, read on a thread; fails if that
+/// takes longer than `secs`.
+fn read_all(child: &mut Child, secs: u64) -> Vec<Value> {
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let lines: Vec<Value> = BufReader::new(stdout)
+            .lines()
+            .map(|line| serde_json::from_str(&line.expect("a line")).expect("JSON"))
+            .collect();
+        let _ = tx.send(lines);
+    });
+    rx.recv_timeout(Duration::from_secs(secs))
+        .unwrap_or_else(|_| panic!("the proxy's output did not end within {secs} s"))
+}
+
+fn metrics(path: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(path).expect("metrics file");
+    let _ = std::fs::remove_file(path);
+    serde_json::from_str(text.trim()).expect("metrics JSON")
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("drainpipe-{name}-{}.json", std::process::id()))
+}
+
+/// The server echoes every id as Python's `json` writes it back (`"é"` as
+/// `"\u00e9"`, `"a\/b"` as `"a/b"`, `1E2` as `100.0`): each request gets the
+/// server's answer once, and no error at exit (which it used to get too,
+/// the table being keyed on the id's bytes).
+#[test]
+fn ids_spelled_differently_by_the_server_are_answered_once() {
+    const ECHO: &str = r#"
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message and "method" in message:
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}), flush=True)
+"#;
+    let metrics_path = temp("ids");
+    let mut child = proxy(ECHO, &metrics_path);
+    let ids = [
+        r#""é""#,
+        r#""a\/b""#,
+        "1E2",
+        "7",
+        r#""x\u0041""#,
+        r#""\ud83d\ude00""#,
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for id in ids {
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x"}}}}"#
+        )
+        .unwrap();
+    }
+    drop(stdin);
+    let answers = read_all(&mut child, 20);
+    assert!(child.wait().unwrap().success());
+    let key = |value: &Value| {
+        let token = serde_json::to_vec(value).unwrap();
+        match &token[..] {
+            [b'"', inner @ .., b'"'] => Id::String(inner).canonical(),
+            number => Id::Number(number).canonical(),
+        }
+    };
+    for id in ids {
+        let wanted: Value = serde_json::from_str(id).unwrap();
+        let got: Vec<&Value> = answers
+            .iter()
+            .filter(|a| key(&a["id"]) == key(&wanted))
+            .collect();
+        assert_eq!(got.len(), 1, "id {id}: {got:?}");
+        assert!(got[0].get("result").is_some(), "id {id}: {got:?}");
+    }
+    assert_eq!(answers.len(), ids.len(), "{answers:?}");
+    let metrics = metrics(&metrics_path);
+    assert_eq!(metrics["requests_failed_at_exit"], 0, "{metrics}");
+}
+
+/// 3,000 requests are waiting when the server exits without answering: each
+/// gets one error with its own id, and the metrics count what was written.
+#[test]
+fn every_request_waiting_at_exit_is_answered() {
+    const N: usize = 3_000;
+    let script = format!(
+        "import sys\nfor n, line in enumerate(sys.stdin, 1):\n    if n == {N}:\n        sys.exit(0)\n"
+    );
+    let metrics_path = temp("exit");
+    let mut child = proxy(&script, &metrics_path);
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = thread::spawn(move || {
+        for n in 0..N {
+            writeln!(
+                stdin,
+                r#"{{"jsonrpc":"2.0","id":"r-{n}","method":"tools/call","params":{{"name":"x"}}}}"#
+            )
+            .unwrap();
+        }
+        stdin
+    });
+    let answers = read_all(&mut child, 60);
+    drop(writer.join().unwrap());
+    let _ = child.wait();
+    let mut ids: Vec<&str> = answers.iter().filter_map(|a| a["id"].as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), N, "each waiting request answered once");
+    assert_eq!(answers.len(), N);
+    assert!(
+        answers
+            .iter()
+            .all(|a| a["error"]["code"] == drainpipe_host::proxy::SERVER_GONE),
+        "{:?}",
+        answers.first()
+    );
+    let metrics = metrics(&metrics_path);
+    assert_eq!(metrics["requests_failed_at_exit"], N, "{metrics}");
+    assert_eq!(metrics["errors_sent"], N, "{metrics}");
+    assert_eq!(metrics["errors_dropped"], 0, "{metrics}");
+}
