@@ -148,3 +148,44 @@ fn every_request_waiting_at_exit_is_answered() {
     assert_eq!(metrics["errors_sent"], N, "{metrics}");
     assert_eq!(metrics["errors_dropped"], 0, "{metrics}");
 }
+
+/// A JSON-RPC batch from the host (removed from MCP in 2025-06-18) is not
+/// forwarded, and each request in it gets an error with its id, at once;
+/// the next request goes through.
+#[test]
+fn each_request_in_a_batch_gets_an_error() {
+    const ECHO: &str = r#"
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message and "method" in message:
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}), flush=True)
+"#;
+    let metrics_path = temp("batch");
+    let mut child = proxy(ECHO, &metrics_path);
+    let mut stdin = child.stdin.take().unwrap();
+    let padding = "p".repeat(200_000); // the batch spans reads
+    writeln!(
+        stdin,
+        r#"[{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"pad":"{padding}"}}}},{{"jsonrpc":"2.0","method":"notifications/x"}},{{"jsonrpc":"2.0","id":"b","method":"ping"}}]"#
+    )
+    .unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"ping"}}"#).unwrap();
+    drop(stdin);
+    let answers = read_all(&mut child, 20);
+    assert!(child.wait().unwrap().success());
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(
+        ids,
+        [&Value::from(1), &Value::from("b"), &Value::from(3)],
+        "{answers:?}"
+    );
+    for answer in &answers[..2] {
+        assert_eq!(
+            answer["error"]["code"],
+            drainpipe_host::proxy::INVALID_REQUEST
+        );
+    }
+    assert!(answers[2].get("result").is_some());
+    assert_eq!(metrics(&metrics_path)["batches_refused"], 1);
+}

@@ -55,6 +55,9 @@ pub struct ProxyMetrics {
     pub condense_failures: u64,
     /// Host requests forwarded without tracking (more than the tracking bound in flight).
     pub untracked_requests: u64,
+    /// JSON-RPC batches from the host refused (each request in them answered
+    /// with an error).
+    pub batches_refused: u64,
     /// Host requests still waiting when the server ended (answered with an error).
     pub requests_failed_at_exit: u64,
     /// Bytes read from the server's stderr.

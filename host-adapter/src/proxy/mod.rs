@@ -24,6 +24,7 @@
 //! status. When the host closes stdin, the server's stdin is closed and it
 //! gets [`ProxyConfig::shutdown`] to exit before SIGTERM and SIGKILL.
 
+mod batch;
 mod metrics;
 mod route;
 mod sink;
@@ -44,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use metrics::{DirectionMetrics, ProxyMetrics};
 pub use sink::{SinkCloser, StderrSink};
-pub use wire::{OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE};
+pub use wire::{INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE};
 
 use crate::session::{ShutdownTimeouts, process};
 use route::{Direction, InFlight, Router};

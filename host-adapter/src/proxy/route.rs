@@ -7,14 +7,15 @@ use std::sync::{Arc, Mutex};
 
 use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
-use drainpipe_framer::{Event, Framer, Id, JsonError};
+use drainpipe_framer::{Event, Framer, Id, JsonError, JsonErrorKind};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
 use super::ProxyConfig;
+use super::batch::{BatchCapture, Captured, request_ids};
 use super::metrics::{DirectionMetrics, ProxyMetrics};
 use super::sink::StderrSink;
-use super::wire::{OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE, error_line};
+use super::wire::{INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE, error_line};
 use crate::condense::{LineTap, condense_frame};
 
 /// Host requests still waiting for the server's answer, matched by the
@@ -193,6 +194,8 @@ impl Router {
             (Direction::ServerToHost, Some(budget)) => Some(LineTap::new(budget)),
             _ => None,
         };
+        // Batch lines from the host, captured to answer their requests.
+        let mut batch = BatchCapture::new(self.config.framer.max_frame_bytes());
         loop {
             let n = match input.read(&mut chunk).await {
                 Ok(0) => break,
@@ -207,6 +210,9 @@ impl Router {
             framer.push(&chunk[..n], |event| events.push(owned(event)));
             if let Some(tap) = tap.as_mut() {
                 tap.push(&chunk[..n], at);
+            }
+            if self.direction == Direction::HostToServer {
+                self.batches(&mut batch, &chunk[..n], at, &events);
             }
             self.with_metrics(|d, _| d.bytes += n as u64);
             for event in events.drain(..) {
@@ -499,6 +505,49 @@ impl Router {
             "{what}; no id before it, attributing it when the line ends"
         ));
         Some(Unattributed { offset, code, what })
+    }
+
+    /// Finds the batch lines among `events` (of the read `chunk` at stream
+    /// offset `at`), and one begun in an earlier read, and answers each
+    /// request in a batch that ended.
+    fn batches(&mut self, batch: &mut BatchCapture, chunk: &[u8], at: u64, events: &[OwnedEvent]) {
+        let mut captured = Vec::new();
+        if batch.capturing() {
+            captured.push(batch.push(chunk));
+        }
+        for event in events {
+            if let OwnedEvent::Malformed { offset, error, .. } = event
+                && error.kind == JsonErrorKind::TopLevelNotObject
+                && let Some(from) = offset.checked_sub(at).map(|from| from as usize)
+                && chunk[from..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+            {
+                captured.push(batch.start(chunk, from));
+            }
+        }
+        for outcome in captured {
+            match outcome {
+                Captured::Line(line) => {
+                    let ids = request_ids(&line);
+                    self.with_metrics(|_, m| m.batches_refused += 1);
+                    for id in &ids {
+                        self.send_error(
+                            true,
+                            id,
+                            INVALID_REQUEST,
+                            "JSON-RPC batches are not accepted (MCP removed them in 2025-06-18): send each message on its own line",
+                        );
+                    }
+                    self.sink.line(&format!(
+                        "a JSON-RPC batch from the host was refused; answered its {} request(s) with an error",
+                        ids.len()
+                    ));
+                }
+                Captured::TooLong => self.sink.line(
+                    "a JSON-RPC batch from the host passed the transport limit; its requests cannot be named",
+                ),
+                Captured::Pending => {}
+            }
+        }
     }
 
     /// Answers for a message that will not be forwarded, when its id is known:

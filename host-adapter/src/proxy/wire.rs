@@ -10,6 +10,9 @@ pub const SERVER_GONE: i64 = -32002;
 pub const OVER_BUDGET: i64 = -32003;
 /// JSON-RPC's own code for an unparseable message.
 pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's own code for a message that is not a valid request (here: a
+/// batch).
+pub const INVALID_REQUEST: i64 = -32600;
 
 /// `{"jsonrpc":"2.0","id":<id>,"error":{"code":…,"message":…}}` and a newline;
 /// `id` is the raw JSON token, echoed byte for byte.
