@@ -25,3 +25,4 @@ pub mod proxy;
 pub mod rmcp;
 pub mod server;
 pub mod session;
+pub mod supervise;

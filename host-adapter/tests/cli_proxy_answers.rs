@@ -189,3 +189,71 @@ for line in sys.stdin:
     assert!(answers[2].get("result").is_some());
     assert_eq!(metrics(&metrics_path)["batches_refused"], 1);
 }
+
+/// Whether `pid` is alive (a zombie waiting to be reaped is not).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|at| stat[at + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// The proxy is SIGKILLed (nothing of it runs) while its server ignores
+/// stdin's end, has a child in its group and a `setsid`'d grandchild in a
+/// session of its own: within a second none of them is left (Linux: the
+/// proxy's supervisor process sees to it).
+#[test]
+fn nothing_of_the_server_outlives_a_sigkilled_proxy() {
+    let pids_file = temp("orphans");
+    let _ = std::fs::remove_file(&pids_file);
+    let script = format!(
+        "sleep 1000 & echo $! > {f}.tmp; setsid sleep 1001 & echo $! >> {f}.tmp; echo $$ >> {f}.tmp; mv {f}.tmp {f}; exec sleep 1002",
+        f = pids_file.display()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_drainpipe"))
+        .args(["proxy", "--metrics", "none", "--", "sh", "-c", &script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn drainpipe proxy");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let pids: Vec<u32> = loop {
+        if let Ok(text) = std::fs::read_to_string(&pids_file) {
+            break text
+                .lines()
+                .map(|l| l.trim().parse().expect("a pid"))
+                .collect();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never wrote its pids"
+        );
+        thread::sleep(Duration::from_millis(20));
+    };
+    let _ = std::fs::remove_file(&pids_file);
+    assert_eq!(pids.len(), 3);
+    assert!(pids.iter().all(|&pid| alive(pid)), "all started: {pids:?}");
+    // Let the supervisor look at the tree at least twice.
+    thread::sleep(Duration::from_millis(300));
+    child.kill().expect("SIGKILL the proxy");
+    let _ = child.wait();
+    let killed = std::time::Instant::now();
+    while pids.iter().any(|&pid| alive(pid)) && killed.elapsed() < Duration::from_secs(1) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let left: Vec<u32> = pids.iter().copied().filter(|&pid| alive(pid)).collect();
+    for &pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        left.is_empty(),
+        "alive 1 s after the proxy's SIGKILL: {left:?}"
+    );
+}

@@ -28,6 +28,14 @@ enum Command {
     Proxy(cli::proxy::ProxyArgs),
     Check(cli::check::CheckArgs),
     Frame(cli::frame::FrameArgs),
+    /// Watch a `drainpipe proxy` and, once it is gone (SIGKILL included),
+    /// kill what it started (started by `proxy` itself).
+    #[command(hide = true)]
+    Supervise {
+        /// The process to watch (its pipe is our stdin).
+        #[arg(long)]
+        parent: u32,
+    },
     /// Run the built-in fixture server (used by `demo` and the tests).
     #[command(hide = true)]
     Fixture {
@@ -45,6 +53,10 @@ fn main() {
         Command::Check(args) => cli::check::run(args),
         Command::Frame(args) => cli::frame::run(args),
         Command::Fixture { args } => run_fixture(args),
+        Command::Supervise { parent } => {
+            drainpipe_host::supervise::run(parent);
+            0
+        }
     };
     std::process::exit(code);
 }

@@ -72,6 +72,12 @@ enum MetricsFormat {
 
 /// Runs `drainpipe proxy`; returns the exit code (the server's).
 pub(crate) fn run(args: ProxyArgs) -> i32 {
+    // Kept until this function returns; if this process dies instead, its
+    // end of the pipe closes all the same and the supervisor cleans up.
+    let _supervisor = std::env::current_exe()
+        .and_then(|exe| drainpipe_host::supervise::spawn(&exe))
+        .map_err(|error| eprintln!("drainpipe: no orphan guard: {error}"))
+        .ok();
     let config = ProxyConfig {
         framer: Config::default()
             .with_max_frame_bytes(args.max_frame)

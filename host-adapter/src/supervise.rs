@@ -1,0 +1,160 @@
+//! The guard against orphans: a small process of its own that outlives its
+//! parent (the proxy) and, when the parent is gone, by SIGKILL included,
+//! kills every process it saw in the parent's tree and their process groups
+//! (the server's among them), `setsid`'d descendants included.
+//!
+//! Why a process: nothing in a SIGKILLed process runs, and
+//! `PR_SET_PDEATHSIG` must be set in the child between fork and exec, which
+//! this crate does not do (it has no `unsafe`); it would also reach the
+//! server alone, not its tree. How it knows: it holds the read end of a pipe
+//! whose only writer is the parent; end of file means the parent is gone.
+//! What it sees: every 100 ms it walks `/proc` (Linux) for the parent's
+//! descendants and the members of the groups they lead, remembering each by
+//! pid and start time (so a reused pid is never killed); at the end it also takes the
+//! descendants of what it remembered, then kills. A process started and
+//! detached (`setsid` under a parent that already exited) in the last
+//! 100 ms before the parent died can escape; one still under its parent
+//! cannot.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Read};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+
+/// How often the tree is looked at.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// Starts `exe supervise --parent <this process>` (`exe` is the `drainpipe`
+/// binary) in its own process group. Keep the returned child: its stdin is
+/// the pipe, and dropping it, or this process ending in any way, tells the
+/// supervisor to clean up.
+pub fn spawn(exe: &Path) -> io::Result<Child> {
+    Command::new(exe)
+        .args(["supervise", "--parent"])
+        .arg(std::process::id().to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+}
+
+/// The supervisor's body (`drainpipe supervise`): watches until its stdin
+/// ends, then kills everything it saw under `parent`, and their groups.
+pub fn run(parent: u32) {
+    let (ended, wait) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut stdin = io::stdin();
+        let mut buf = [0u8; 64];
+        while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+        let _ = ended.send(());
+    });
+    let me = std::process::id();
+    let mut seen: HashMap<u32, u64> = HashMap::new();
+    loop {
+        remember(&[parent], me, &mut seen);
+        match wait.recv_timeout(LOOK_EVERY) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            _ => break,
+        }
+    }
+    // The parent is gone: its children now hang elsewhere, but the tree
+    // below them is intact; take what was born since the last look.
+    let roots: Vec<u32> = seen.keys().copied().collect();
+    remember(&roots, me, &mut seen);
+    let now = processes();
+    for (pid, started) in &seen {
+        let Some(p) = now.get(pid).filter(|p| p.started == *started) else {
+            continue;
+        };
+        let target = Pid::from_raw(*pid as i32);
+        if p.group == *pid {
+            let _ = killpg(target, Signal::SIGKILL);
+        }
+        let _ = kill(target, Signal::SIGKILL);
+    }
+}
+
+/// One process, from `/proc/<pid>/stat`.
+struct Proc {
+    parent: u32,
+    group: u32,
+    /// Clock ticks after boot: with the pid, names one process for good.
+    started: u64,
+}
+
+/// Every process now (empty where `/proc` is not there).
+fn processes() -> HashMap<u32, Proc> {
+    let mut all = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return all;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`: the name may hold spaces and
+        // parentheses, so fields are counted after the last `)`.
+        let Some(after) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let number = |at: usize| fields.get(at).and_then(|f| f.parse::<u64>().ok());
+        if let (Some(parent), Some(group), Some(started)) = (number(1), number(2), number(19)) {
+            all.insert(
+                pid,
+                Proc {
+                    parent: parent as u32,
+                    group: group as u32,
+                    started,
+                },
+            );
+        }
+    }
+    all
+}
+
+/// Adds to `seen` every descendant of `roots` and every member of a group
+/// one of them leads (not `me`), each with its start time.
+fn remember(roots: &[u32], me: u32, seen: &mut HashMap<u32, u64>) {
+    let all = processes();
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (&pid, p) in &all {
+        children.entry(p.parent).or_default().push(pid);
+    }
+    let mut stack: Vec<u32> = roots.to_vec();
+    let mut visited: HashSet<u32> = HashSet::new();
+    while let Some(pid) = stack.pop() {
+        if !visited.insert(pid) {
+            continue;
+        }
+        if let Some(kids) = children.get(&pid) {
+            stack.extend(kids);
+        }
+    }
+    visited.retain(|pid| !roots.contains(pid) && *pid != me);
+    let leaders: HashSet<u32> = visited
+        .iter()
+        .copied()
+        .chain(seen.keys().copied())
+        .filter(|pid| all.get(pid).is_some_and(|p| p.group == *pid))
+        .collect();
+    for (&pid, p) in &all {
+        if pid != me && (visited.contains(&pid) || leaders.contains(&p.group)) {
+            seen.entry(pid).or_insert(p.started);
+        }
+    }
+}
