@@ -45,6 +45,22 @@ pub fn spawn(exe: &Path) -> io::Result<Child> {
         .spawn()
 }
 
+/// Starts one supervisor for this whole process, the first time it is
+/// called (later calls do nothing): from then on, when this process ends,
+/// by SIGKILL included, every process it started and their trees are
+/// killed. For a host that runs sessions in its own process; `exe` is a
+/// `drainpipe` binary.
+pub fn guard_this_process(exe: &Path) -> io::Result<()> {
+    static GUARD: std::sync::OnceLock<std::sync::Mutex<Option<Child>>> = std::sync::OnceLock::new();
+    let guard = GUARD.get_or_init(|| std::sync::Mutex::new(None));
+    let mut slot = guard.lock().expect("supervisor slot");
+    if slot.is_none() {
+        // Kept for the life of the process: its end closes the pipe.
+        *slot = Some(spawn(exe)?);
+    }
+    Ok(())
+}
+
 /// The supervisor's body (`drainpipe supervise`): watches until its stdin
 /// ends, then kills everything it saw under `parent`, and their groups.
 pub fn run(parent: u32) {

@@ -257,3 +257,79 @@ fn nothing_of_the_server_outlives_a_sigkilled_proxy() {
         "alive 1 s after the proxy's SIGKILL: {left:?}"
     );
 }
+
+/// The host role for `a_killed_session_host_leaves_no_orphans`: only when
+/// that test runs this binary again with `DRAINPIPE_TEST_HOST_PIDS` set, it
+/// starts a session with the orphan guard and waits to be killed.
+#[test]
+fn session_host_role() {
+    let Some(pids_file) = std::env::var_os("DRAINPIPE_TEST_HOST_PIDS") else {
+        return;
+    };
+    let pids_file = std::path::PathBuf::from(pids_file);
+    let script = format!(
+        "sleep 1000 & echo $! > {f}.tmp; setsid sleep 1001 & echo $! >> {f}.tmp; echo $$ >> {f}.tmp; mv {f}.tmp {f}; exec sleep 1002",
+        f = pids_file.display()
+    );
+    let config = drainpipe_host::session::SessionConfig {
+        orphan_guard: Some(env!("CARGO_BIN_EXE_drainpipe").into()),
+        ..Default::default()
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let mut command = tokio::process::Command::new("sh");
+        command.args(["-c", &script]);
+        let _session = drainpipe_host::session::Session::spawn(command, config).expect("spawn");
+        tokio::time::sleep(Duration::from_secs(60)).await;
+    });
+}
+
+/// A host running a session in its own process, with the orphan guard, is
+/// killed with SIGKILL: its server, the server's group and its `setsid`'d
+/// grandchild are gone within a second.
+#[test]
+fn a_killed_session_host_leaves_no_orphans() {
+    let pids_file = temp("host-orphans");
+    let _ = std::fs::remove_file(&pids_file);
+    let mut host = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "session_host_role", "--nocapture"])
+        .env("DRAINPIPE_TEST_HOST_PIDS", &pids_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the host");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let pids: Vec<u32> = loop {
+        if let Ok(text) = std::fs::read_to_string(&pids_file) {
+            break text
+                .lines()
+                .map(|l| l.trim().parse().expect("a pid"))
+                .collect();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never wrote its pids"
+        );
+        thread::sleep(Duration::from_millis(20));
+    };
+    let _ = std::fs::remove_file(&pids_file);
+    assert!(pids.iter().all(|&pid| alive(pid)), "all started: {pids:?}");
+    thread::sleep(Duration::from_millis(300));
+    host.kill().expect("SIGKILL the host");
+    let _ = host.wait();
+    let killed = std::time::Instant::now();
+    while pids.iter().any(|&pid| alive(pid)) && killed.elapsed() < Duration::from_secs(1) {
+        thread::sleep(Duration::from_millis(10));
+    }
+    let left: Vec<u32> = pids.iter().copied().filter(|&pid| alive(pid)).collect();
+    for &pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        left.is_empty(),
+        "alive 1 s after the host's SIGKILL: {left:?}"
+    );
+}

@@ -134,6 +134,13 @@ pub struct SessionConfig {
     pub stderr_log_line_bytes: usize,
     /// See [`ShutdownTimeouts`].
     pub shutdown: ShutdownTimeouts,
+    /// A `drainpipe` binary to start the orphan guard with
+    /// ([`guard_this_process`](crate::supervise::guard_this_process)): if
+    /// this process dies, by SIGKILL included, the servers it started and
+    /// their trees die with it (Linux). `None` (the default): a server
+    /// outlives a killed host. The guard watches every process this one
+    /// starts, not only servers.
+    pub orphan_guard: Option<std::path::PathBuf>,
 }
 
 impl Default for SessionConfig {
@@ -156,6 +163,7 @@ impl Default for SessionConfig {
             stderr_capture: CaptureLimits::default(),
             stderr_log_line_bytes: 4096,
             shutdown: ShutdownTimeouts::default(),
+            orphan_guard: None,
         }
     }
 }

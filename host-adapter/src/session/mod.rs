@@ -256,6 +256,9 @@ impl Session {
             }
             BackendChoice::Custom(factory) => factory(config.framer).map_err(io::Error::other)?,
         };
+        if let Some(exe) = &config.orphan_guard {
+            crate::supervise::guard_this_process(exe)?;
+        }
         let spawned = process::spawn(command.into())?;
         let pid = spawned.control.pid();
         let (writer_tx, writer_rx) = mpsc::channel(config.writer_queue.max(1));
