@@ -1,7 +1,10 @@
-//! `drainpipe proxy` owes the host exactly one answer per request: ids are
-//! matched by value whatever the server's spelling, and every request still
-//! waiting when the server exits is answered, however many there are.
-//! Real processes: the proxy binary and a small Python server (`python3`).
+//! Guarantee: `drainpipe proxy` owes the host exactly one answer per
+//! request, whatever the spelling of its id and however the server ends
+//! (ids matched by value; every request waiting at exit answered; each
+//! request of a batch answered), and leaves no process behind even when it
+//! is killed with SIGKILL; so does a host that runs sessions in-process
+//! with the orphan guard. Real processes: the `drainpipe` binary, `sh`, and
+//! a small Python server (`python3`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
@@ -12,10 +15,15 @@ use std::time::Duration;
 use drainpipe_framer::Id;
 use serde_json::Value;
 
+/// The `drainpipe` binary built from this workspace.
+fn drainpipe() -> std::path::PathBuf {
+    drainpipe_release::peers::drainpipe().unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The proxy in front of `python3 -c SCRIPT`, with its metrics as JSON in
 /// `metrics`.
 fn proxy(script: &str, metrics: &std::path::Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_drainpipe"))
+    Command::new(drainpipe())
         .args(["proxy", "--metrics", "json", "--metrics-file"])
         .arg(metrics)
         .args(["--", "python3", "-u", "-c", script])
@@ -213,7 +221,7 @@ fn nothing_of_the_server_outlives_a_sigkilled_proxy() {
         "sleep 1000 & echo $! > {f}.tmp; setsid sleep 1001 & echo $! >> {f}.tmp; echo $$ >> {f}.tmp; mv {f}.tmp {f}; exec sleep 1002",
         f = pids_file.display()
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_drainpipe"))
+    let mut child = Command::new(drainpipe())
         .args(["proxy", "--metrics", "none", "--", "sh", "-c", &script])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -272,7 +280,7 @@ fn session_host_role() {
         f = pids_file.display()
     );
     let config = drainpipe_host::session::SessionConfig {
-        orphan_guard: Some(env!("CARGO_BIN_EXE_drainpipe").into()),
+        orphan_guard: Some(drainpipe()),
         ..Default::default()
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
