@@ -566,3 +566,61 @@ fn a_server_that_stops_reading_still_reaches_the_host() {
         "the server's SIGTERM exit came back"
     );
 }
+
+/// Hosts that swallow `--` (the MCP Inspector's `--cli` does) still start
+/// the server; a mistyped option is a usage error, not a server command;
+/// `{pid}` in the metrics file's path keeps two proxies' files apart, and
+/// a host that only sent `server/discover` shows as a probe.
+#[test]
+fn the_server_command_with_or_without_dashes_and_one_metrics_file_per_proxy() {
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("drainpipe-dashes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pattern = dir.join("m-{pid}.json");
+    let discover = br#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}"#;
+    for dashes in [true, false] {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_drainpipe"));
+        command.args(["proxy", "--metrics", "json", "--metrics-file"]);
+        command.arg(&pattern);
+        if dashes {
+            command.arg("--");
+        }
+        let mut child = command
+            .args([
+                "sh",
+                "-c",
+                r#"read line; echo '{"jsonrpc":"2.0","id":1,"result":{}}'"#,
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(discover).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "dashes={dashes}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            "dashes={dashes}"
+        );
+    }
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert_eq!(files.len(), 2, "one metrics file per proxy: {files:?}");
+    for file in files {
+        let metrics: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file.path()).unwrap()).unwrap();
+        assert_eq!(metrics["probe"], true, "{metrics}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let bogus = std::process::Command::new(env!("CARGO_BIN_EXE_drainpipe"))
+        .args(["proxy", "--bogus", "sh"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(bogus.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bogus.stderr).contains("unknown option --bogus"));
+}

@@ -51,11 +51,21 @@ pub(crate) struct ProxyArgs {
     /// Metrics printed when the proxy exits.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     metrics: MetricsFormat,
-    /// Write the metrics to this file instead of stderr.
+    /// Write the metrics to this file instead of stderr. `{pid}` in the path
+    /// becomes the proxy's process id, so that two proxies (a host may start
+    /// the same server twice, as the TypeScript SDK v2 client does to probe
+    /// it) never write the same file; without it the last one wins.
     #[arg(long, value_name = "PATH")]
     metrics_file: Option<PathBuf>,
-    /// The server command and its arguments.
-    #[arg(required = true, last = true, value_name = "SERVER COMMAND")]
+    /// The server command and its arguments, after `--` or not (for hosts
+    /// that swallow `--`): every word from the first one that is not a
+    /// proxy option on belongs to the server.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "SERVER COMMAND"
+    )]
     server: Vec<String>,
 }
 
@@ -72,6 +82,14 @@ enum MetricsFormat {
 
 /// Runs `drainpipe proxy`; returns the exit code (the server's).
 pub(crate) fn run(args: ProxyArgs) -> i32 {
+    // Without `--`, a mistyped option would be taken for the server command.
+    if args.server[0].starts_with('-') {
+        eprintln!(
+            "drainpipe proxy: unknown option {}: the server command comes after the proxy's options (see --help)",
+            args.server[0]
+        );
+        return super::EXIT_USAGE;
+    }
     // Kept until this function returns; if this process dies instead, its
     // end of the pipe closes all the same and the supervisor cleans up.
     let _supervisor = std::env::current_exe()
@@ -134,7 +152,12 @@ fn report(args: &ProxyArgs, metrics: &ProxyMetrics, sink: &StderrSink) {
     };
     match &args.metrics_file {
         Some(path) => {
-            if let Err(error) = std::fs::write(path, &text) {
+            // `{pid}`: one file per proxy (a host may start two at once).
+            let path = PathBuf::from(
+                path.to_string_lossy()
+                    .replace("{pid}", &std::process::id().to_string()),
+            );
+            if let Err(error) = std::fs::write(&path, &text) {
                 sink.line(&format!(
                     "could not write metrics to {}: {error}",
                     path.display()

@@ -55,6 +55,14 @@ pub struct ProxyMetrics {
     pub condense_failures: u64,
     /// Host requests forwarded without tracking (more than the tracking bound in flight).
     pub untracked_requests: u64,
+    /// Requests from the host forwarded to the server.
+    pub host_requests: u64,
+    /// Of those, `server/discover` (protocol revision 2026-07-28).
+    pub discover_requests: u64,
+    /// A probe session: the host sent `server/discover` and nothing else
+    /// (as the TypeScript SDK v2 client does with a copy of the server
+    /// before the real session).
+    pub probe: bool,
     /// JSON-RPC batches from the host refused (each request in them answered
     /// with an error).
     pub batches_refused: u64,

@@ -278,6 +278,7 @@ pub async fn run(
     drop(host_replies);
     let mut metrics = metrics.lock().expect("metrics").clone();
     metrics.requests_failed_at_exit = waiting.len() as u64;
+    metrics.probe = metrics.host_requests > 0 && metrics.host_requests == metrics.discover_requests;
     metrics.errors_sent += queued - unwritten.min(queued);
     metrics.errors_dropped += waiting.len() as u64 - queued + unwritten.min(queued);
     metrics.server_exit_code = status.and_then(|s| s.code());

@@ -343,6 +343,11 @@ impl Router {
         let line = match (self.direction, &envelope.method, id) {
             (Direction::HostToServer, Some(method), Some(id)) => {
                 let is_tool_call = method.as_slice() == b"tools/call";
+                let discover = method.as_slice() == b"server/discover";
+                self.with_metrics(|_, m| {
+                    m.host_requests += 1;
+                    m.discover_requests += u64::from(discover);
+                });
                 if !self
                     .in_flight
                     .lock()
