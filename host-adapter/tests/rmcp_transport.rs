@@ -243,10 +243,21 @@ async fn plain_rmcp_hangs_where_drainpipe_answers_with_an_error() {
 }
 
 /// An interpreter that can import `mcp`, installing it if needed; `None`
-/// (with the reason printed) if that is impossible here.
+/// (with the reason printed) if that is impossible here. Looked for once
+/// per test binary: the tests that need it run in parallel, and two of them
+/// installing into the same virtual environment at once broke it (a test
+/// then saw its server close the connection during `initialize`). The
+/// release suite's pinned venv (`bash tests/peers/setup.sh`, which
+/// `scripts/test-all.sh` runs first) comes first.
 fn python_with_mcp() -> Option<PathBuf> {
+    static FOUND: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FOUND.get_or_init(find_python_with_mcp).clone()
+}
+
+fn find_python_with_mcp() -> Option<PathBuf> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let venv = manifest.join("../target/peers/py");
+    let pinned = manifest.join("../tests/peers/python/.venv/bin/python");
     let has_mcp = |python: &Path| {
         std::process::Command::new(python)
             .args(["-c", "import mcp"])
@@ -256,7 +267,7 @@ fn python_with_mcp() -> Option<PathBuf> {
     let candidates = std::env::var_os("DRAINPIPE_PYTHON")
         .map(PathBuf::from)
         .into_iter()
-        .chain([venv.join("bin/python"), PathBuf::from("python3")]);
+        .chain([pinned, venv.join("bin/python"), PathBuf::from("python3")]);
     for python in candidates {
         if has_mcp(&python) {
             return Some(python);

@@ -9,5 +9,6 @@ venv=${1:-$here/../../../../target/peers/py}
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check mcp
+# The same pinned SDK as the release suite's peers.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$here/../../../../tests/peers/python/requirements.txt"
 "$venv/bin/python" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"), "in", __import__("sys").prefix)'
