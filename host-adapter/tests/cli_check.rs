@@ -40,7 +40,7 @@ fn a_well_behaved_server_passes_every_row() {
     let done = check_fixture("bounded", &[]);
     assert_eq!(done.code(), 0, "{}\n{}", done.stdout, done.stderr);
     for name in [
-        "initialize",
+        "handshake",
         "tools/list",
         "result over the limit",
         "cancellation",

@@ -16,7 +16,8 @@ use super::{EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK, Style, parse_duration, took}
 
 /// Check an MCP server against drainpipe's release criteria.
 ///
-/// Starts the server and checks: initialize, tools/list, the answer to a tool call whose result exceeds
+/// Starts the server and checks: the handshake (protocol revision 2026-07-28
+/// through `server/discover`, falling back to the 2025 `initialize`), tools/list, the answer to a tool call whose result exceeds
 /// the transport limit, cancellation of a long call followed by a second
 /// request, stdout purity over the whole session, and shutdown without
 /// orphans. Prints a pass/fail table with what was measured; exits non-zero
@@ -54,9 +55,80 @@ pub(crate) struct CheckArgs {
     /// How long the server may take to exit after its stdin closes.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     grace: Duration,
+    /// The protocol revision: `auto` tries 2026-07-28 (`server/discover`)
+    /// and falls back to the 2025 `initialize`; a revision pins it
+    /// (2026-07-28, 2025-11-25 or 2025-06-18).
+    #[arg(long, value_name = "REVISION", default_value = "auto", value_parser = parse_protocol)]
+    protocol: String,
     /// The server command and its arguments.
     #[arg(required = true, last = true, value_name = "SERVER COMMAND")]
     server: Vec<String>,
+}
+
+/// The current revision: no `initialize`, `server/discover` and a
+/// protocol envelope in every request's `_meta`.
+const MODERN: &str = "2026-07-28";
+/// What `auto` falls back to.
+const LEGACY: &str = "2025-06-18";
+
+fn parse_protocol(text: &str) -> Result<String, String> {
+    match text {
+        "auto" | MODERN | "2025-11-25" | LEGACY => Ok(text.to_string()),
+        other => Err(format!(
+            "unknown revision {other}: auto, {MODERN}, 2025-11-25 or {LEGACY}"
+        )),
+    }
+}
+
+/// The era the handshake settled on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Era {
+    /// 2026-07-28: every request carries the protocol envelope in `_meta`.
+    Modern,
+    /// The 2025 revisions, after `initialize`.
+    Legacy,
+}
+
+impl Era {
+    /// A small request that proves the server still answers: `ping`, which
+    /// revision 2026-07-28 no longer has; `tools/list` there.
+    async fn next_request(
+        self,
+        session: &Session,
+        options: CallOptions,
+    ) -> Result<drainpipe_host::session::Response, CallError> {
+        let method = match self {
+            Era::Modern => "tools/list",
+            Era::Legacy => "ping",
+        };
+        session.call(method, self.params(json!({})), options).await
+    }
+
+    /// `params` as this era sends them.
+    fn params(self, mut params: Value) -> Value {
+        if self == Era::Modern
+            && let Some(object) = params.as_object_mut()
+            && let Some(meta) = object
+                .entry("_meta")
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+            && let Value::Object(envelope) = client_envelope()
+        {
+            for (key, value) in envelope {
+                meta.entry(key).or_insert(value);
+            }
+        }
+        params
+    }
+}
+
+/// The per-request `_meta` envelope of revision 2026-07-28.
+fn client_envelope() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientInfo": {"name": "drainpipe-check", "version": env!("CARGO_PKG_VERSION")},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
 }
 
 fn parse_json(text: &str) -> Result<Value, String> {
@@ -158,21 +230,52 @@ async fn check(args: &CheckArgs) -> std::io::Result<Vec<Row>> {
         },
         ..SessionConfig::default()
     };
-    let session = Session::spawn(command, config)?;
-    let seen = Arc::new(Mutex::new(Vec::<Seen>::new()));
-    let listener = tokio::spawn(listen(session.clone(), seen.clone()));
     let options = CallOptions::timeout(args.timeout);
-    let mut rows = Vec::new();
-    let initialized = initialize(&session, options).await;
-    let usable = initialized.verdict == Verdict::Pass;
-    rows.push(initialized);
-    if usable {
-        rows.push(tools_list(&session, args, options).await);
-        rows.push(large_result(&session, args, options).await);
-        rows.push(cancellation(&session, args, options, &seen).await);
+    let mut session = Session::spawn(command, config.clone())?;
+    let (mut handshake, mut era) = handshake(&session, &args.protocol, options).await;
+    if era.is_none() && args.protocol == "auto" && session.lost().is_some() {
+        // It ended on the unknown `server/discover`, as servers on SDKs
+        // that stop at any request before `initialize` do: a legacy server.
+        // Start it again for the 2025 handshake.
+        session.shutdown().await;
+        let mut command = tokio::process::Command::new(&args.server[0]);
+        command.args(&args.server[1..]);
+        session = Session::spawn(command, config)?;
+        (handshake, era) = (initialize(&session, LEGACY, options).await, None);
+        if handshake.verdict == Verdict::Pass {
+            era = Some(Era::Legacy);
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::<Seen>::new()));
+    let server_requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let listener = tokio::spawn(listen(
+        session.clone(),
+        seen.clone(),
+        server_requests.clone(),
+    ));
+    let mut rows = vec![handshake];
+    match era {
+        Some(era) => {
+            rows.push(tools_list(&session, args, options, era).await);
+            rows.push(large_result(&session, args, options, era).await);
+            rows.push(cancellation(&session, args, options, era, &seen).await);
+        }
+        None => {
+            for name in ["tools/list", LARGE, CANCEL] {
+                rows.push(Row::skip(name, "no handshake, so nothing to call"));
+            }
+        }
     }
     let metrics = session.metrics();
-    let impure = metrics.not_protocol_lines + metrics.malformed_frames + metrics.unroutable_frames;
+    // Revision 2026-07-28: servers must not send requests on stdout.
+    let requests = match era {
+        Some(Era::Modern) => server_requests.load(std::sync::atomic::Ordering::Relaxed),
+        _ => 0,
+    };
+    let impure = metrics.not_protocol_lines
+        + metrics.malformed_frames
+        + metrics.unroutable_frames
+        + requests;
     rows.push(Row::new(
         "stdout purity",
         impure == 0,
@@ -184,11 +287,11 @@ async fn check(args: &CheckArgs) -> std::io::Result<Vec<Row>> {
             )
         } else {
             format!(
-                "stray lines {}, malformed {}, unroutable {} among {} on stdout (logs belong on stderr)",
+                "stray lines {}, malformed {}, unroutable {}, requests {requests} among {} on stdout (logs belong on stderr; a {MODERN} server sends no requests)",
                 metrics.not_protocol_lines,
                 metrics.malformed_frames,
                 metrics.unroutable_frames,
-                metrics.frames + impure
+                metrics.frames + impure - requests
             )
         },
     ));
@@ -198,10 +301,15 @@ async fn check(args: &CheckArgs) -> std::io::Result<Vec<Row>> {
 }
 
 /// Records notifications; answers the server's own requests with an error
-/// (the checker offers no client features), so none waits.
-async fn listen(session: Session, seen: Arc<Mutex<Vec<Seen>>>) {
+/// (the checker offers no client features), so none waits, and counts them.
+async fn listen(
+    session: Session,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    requests: Arc<std::sync::atomic::AtomicU64>,
+) {
     while let Some(message) = session.next_incoming().await {
         if let Some(id) = &message.id {
+            requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let _ = session
                 .respond(
                     id,
@@ -222,9 +330,60 @@ async fn listen(session: Session, seen: Arc<Mutex<Vec<Seen>>>) {
     }
 }
 
-async fn initialize(session: &Session, options: CallOptions) -> Row {
+const HANDSHAKE: &str = "handshake";
+
+/// The handshake for `protocol` (see [`CheckArgs::protocol`]): its row, and
+/// the era it settled on (none if it failed).
+async fn handshake(session: &Session, protocol: &str, options: CallOptions) -> (Row, Option<Era>) {
+    if protocol == "auto" || protocol == MODERN {
+        match discover(session, options).await {
+            Ok(row) => return (row, Some(Era::Modern)),
+            Err(reason) if protocol == MODERN => return (Row::new(HANDSHAKE, false, reason), None),
+            Err(_) if session.lost().is_some() => {
+                return (Row::new(HANDSHAKE, false, "the server ended"), None);
+            }
+            Err(_) => {}
+        }
+    }
+    let revision = if protocol == "auto" { LEGACY } else { protocol };
+    let row = initialize(session, revision, options).await;
+    let era = (row.verdict == Verdict::Pass).then_some(Era::Legacy);
+    (row, era)
+}
+
+/// `server/discover` (revision 2026-07-28): the row if the server offers it.
+async fn discover(session: &Session, options: CallOptions) -> Result<Row, String> {
+    let started = Instant::now();
+    let answer = session
+        .call("server/discover", Era::Modern.params(json!({})), options)
+        .await
+        .map_err(|error| format!("server/discover: {error}"))?;
+    let offered: Vec<&str> = answer.result["supportedVersions"]
+        .as_array()
+        .map(|versions| versions.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !offered.contains(&MODERN) {
+        return Err(format!(
+            "server/discover: {MODERN} is not offered (offered: {})",
+            offered.join(", ")
+        ));
+    }
+    let info = &answer.result["_meta"]["io.modelcontextprotocol/serverInfo"];
+    Ok(Row::new(
+        HANDSHAKE,
+        true,
+        format!(
+            "server/discover answered in {}: {} {}, protocol {MODERN}",
+            took(started.elapsed()),
+            info["name"].as_str().unwrap_or("(no name)"),
+            info["version"].as_str().unwrap_or(""),
+        ),
+    ))
+}
+
+async fn initialize(session: &Session, revision: &str, options: CallOptions) -> Row {
     let params = json!({
-        "protocolVersion": "2025-06-18",
+        "protocolVersion": revision,
         "capabilities": {},
         "clientInfo": {"name": "drainpipe-check", "version": env!("CARGO_PKG_VERSION")},
     });
@@ -236,10 +395,10 @@ async fn initialize(session: &Session, options: CallOptions) -> Row {
             let protocol = answer.result["protocolVersion"].as_str();
             let _ = session.notify("notifications/initialized", json!({})).await;
             Row::new(
-                "initialize",
+                HANDSHAKE,
                 protocol.is_some(),
                 format!(
-                    "answered in {}: {} {}, protocol {}",
+                    "initialize answered in {}: {} {}, protocol {}",
                     took(elapsed),
                     info["name"].as_str().unwrap_or("(no name)"),
                     info["version"].as_str().unwrap_or(""),
@@ -247,13 +406,16 @@ async fn initialize(session: &Session, options: CallOptions) -> Row {
                 ),
             )
         }
-        Err(error) => Row::new("initialize", false, error.to_string()),
+        Err(error) => Row::new(HANDSHAKE, false, format!("initialize: {error}")),
     }
 }
 
-async fn tools_list(session: &Session, args: &CheckArgs, options: CallOptions) -> Row {
+async fn tools_list(session: &Session, args: &CheckArgs, options: CallOptions, era: Era) -> Row {
     let started = Instant::now();
-    match session.call("tools/list", json!({}), options).await {
+    match session
+        .call("tools/list", era.params(json!({})), options)
+        .await
+    {
         Ok(answer) => {
             let elapsed = started.elapsed();
             let Some(tools) = answer.result["tools"].as_array() else {
@@ -287,12 +449,12 @@ async fn tools_list(session: &Session, args: &CheckArgs, options: CallOptions) -
 
 const LARGE: &str = "result over the limit";
 
-async fn large_result(session: &Session, args: &CheckArgs, options: CallOptions) -> Row {
+async fn large_result(session: &Session, args: &CheckArgs, options: CallOptions, era: Era) -> Row {
     let Some(tool) = &args.large_tool else {
         return Row::skip(LARGE, "name a tool with --large-tool (and --large-args)");
     };
     let limit = human(args.max_frame as u64);
-    let params = json!({"name": tool, "arguments": args.large_args});
+    let params = era.params(json!({"name": tool, "arguments": args.large_args}));
     let started = Instant::now();
     let outcome = session.call("tools/call", params, options).await;
     let elapsed = took(started.elapsed());
@@ -329,7 +491,7 @@ async fn large_result(session: &Session, args: &CheckArgs, options: CallOptions)
     };
     // The server must still answer after writing (or refusing) a large result.
     let started = Instant::now();
-    match session.call("ping", json!({}), options).await {
+    match era.next_request(session, options).await {
         Ok(_) => measured.push_str(&format!("; next request in {}", took(started.elapsed()))),
         Err(error) => return Row::new(LARGE, false, format!("{measured}; next request: {error}")),
     }
@@ -342,6 +504,7 @@ async fn cancellation(
     session: &Session,
     args: &CheckArgs,
     options: CallOptions,
+    era: Era,
     seen: &Arc<Mutex<Vec<Seen>>>,
 ) -> Row {
     let Some(tool) = &args.slow_tool else {
@@ -353,8 +516,8 @@ async fn cancellation(
     // Servers that follow the spec report progress under this token; some
     // use the request id instead: both are recognised.
     let progress_token = json!("drainpipe-check-cancel");
-    let params = json!({"name": tool, "arguments": args.slow_args,
-                        "_meta": {"progressToken": progress_token}});
+    let params = era.params(json!({"name": tool, "arguments": args.slow_args,
+                                   "_meta": {"progressToken": progress_token}}));
     let before = seen.lock().expect("seen").len();
     let started = Instant::now();
     let pending = match session.start("tools/call", params, options).await {
@@ -388,7 +551,7 @@ async fn cancellation(
         format!("after {}", took(cancelled_at - started))
     };
     let second_started = Instant::now();
-    let second = session.call("ping", json!({}), options).await;
+    let second = era.next_request(session, options).await;
     let second_took = second_started.elapsed();
     let mut measured = format!("cancelled {when}; ");
     let mut pass = match second {
