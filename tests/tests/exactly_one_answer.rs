@@ -216,21 +216,34 @@ fn alive(pid: u32) -> bool {
 #[test]
 fn nothing_of_the_server_outlives_a_sigkilled_proxy() {
     let pids_file = temp("orphans");
-    let _ = std::fs::remove_file(&pids_file);
-    let script = format!(
-        "sleep 1000 & echo $! > {f}.tmp; setsid sleep 1001 & echo $! >> {f}.tmp; echo $$ >> {f}.tmp; mv {f}.tmp {f}; exec sleep 1002",
-        f = pids_file.display()
-    );
-    let mut child = Command::new(drainpipe())
+    let script = tree_script(&pids_file);
+    let child = Command::new(drainpipe())
         .args(["proxy", "--metrics", "none", "--", "sh", "-c", &script])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn drainpipe proxy");
+    assert_tree_dies_with(child, &pids_file, "the proxy");
+}
+
+/// A server for the orphan tests: `sh` that ignores stdin's end, with a
+/// child in its group and a `setsid`'d grandchild, writing the three pids
+/// to `pids_file` once all run.
+fn tree_script(pids_file: &std::path::Path) -> String {
+    let _ = std::fs::remove_file(pids_file);
+    format!(
+        "sleep 1000 & echo $! > {f}.tmp; setsid sleep 1001 & echo $! >> {f}.tmp; echo $$ >> {f}.tmp; mv {f}.tmp {f}; exec sleep 1002",
+        f = pids_file.display()
+    )
+}
+
+/// Waits for the tree of `tree_script` to run, SIGKILLs `owner` (what
+/// started it), and checks none of the tree is alive a second later.
+fn assert_tree_dies_with(mut owner: Child, pids_file: &std::path::Path, what: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let pids: Vec<u32> = loop {
-        if let Ok(text) = std::fs::read_to_string(&pids_file) {
+        if let Ok(text) = std::fs::read_to_string(pids_file) {
             break text
                 .lines()
                 .map(|l| l.trim().parse().expect("a pid"))
@@ -242,13 +255,13 @@ fn nothing_of_the_server_outlives_a_sigkilled_proxy() {
         );
         thread::sleep(Duration::from_millis(20));
     };
-    let _ = std::fs::remove_file(&pids_file);
+    let _ = std::fs::remove_file(pids_file);
     assert_eq!(pids.len(), 3);
     assert!(pids.iter().all(|&pid| alive(pid)), "all started: {pids:?}");
     // Let the supervisor look at the tree at least twice.
     thread::sleep(Duration::from_millis(300));
-    child.kill().expect("SIGKILL the proxy");
-    let _ = child.wait();
+    owner.kill().expect("SIGKILL");
+    let _ = owner.wait();
     let killed = std::time::Instant::now();
     while pids.iter().any(|&pid| alive(pid)) && killed.elapsed() < Duration::from_secs(1) {
         thread::sleep(Duration::from_millis(10));
@@ -262,7 +275,7 @@ fn nothing_of_the_server_outlives_a_sigkilled_proxy() {
     }
     assert!(
         left.is_empty(),
-        "alive 1 s after the proxy's SIGKILL: {left:?}"
+        "alive 1 s after {what}'s SIGKILL: {left:?}"
     );
 }
 
@@ -275,10 +288,7 @@ fn session_host_role() {
         return;
     };
     let pids_file = std::path::PathBuf::from(pids_file);
-    let script = format!(
-        "sleep 1000 & echo $! > {f}.tmp; setsid sleep 1001 & echo $! >> {f}.tmp; echo $$ >> {f}.tmp; mv {f}.tmp {f}; exec sleep 1002",
-        f = pids_file.display()
-    );
+    let script = tree_script(&pids_file);
     let config = drainpipe_host::session::SessionConfig {
         orphan_guard: Some(drainpipe()),
         ..Default::default()
@@ -299,45 +309,12 @@ fn session_host_role() {
 fn a_killed_session_host_leaves_no_orphans() {
     let pids_file = temp("host-orphans");
     let _ = std::fs::remove_file(&pids_file);
-    let mut host = Command::new(std::env::current_exe().unwrap())
+    let host = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "session_host_role", "--nocapture"])
         .env("DRAINPIPE_TEST_HOST_PIDS", &pids_file)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn the host");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let pids: Vec<u32> = loop {
-        if let Ok(text) = std::fs::read_to_string(&pids_file) {
-            break text
-                .lines()
-                .map(|l| l.trim().parse().expect("a pid"))
-                .collect();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server never wrote its pids"
-        );
-        thread::sleep(Duration::from_millis(20));
-    };
-    let _ = std::fs::remove_file(&pids_file);
-    assert!(pids.iter().all(|&pid| alive(pid)), "all started: {pids:?}");
-    thread::sleep(Duration::from_millis(300));
-    host.kill().expect("SIGKILL the host");
-    let _ = host.wait();
-    let killed = std::time::Instant::now();
-    while pids.iter().any(|&pid| alive(pid)) && killed.elapsed() < Duration::from_secs(1) {
-        thread::sleep(Duration::from_millis(10));
-    }
-    let left: Vec<u32> = pids.iter().copied().filter(|&pid| alive(pid)).collect();
-    for &pid in &left {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    assert!(
-        left.is_empty(),
-        "alive 1 s after the host's SIGKILL: {left:?}"
-    );
+    assert_tree_dies_with(host, &pids_file, "the host");
 }
