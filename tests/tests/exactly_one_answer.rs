@@ -60,19 +60,22 @@ fn temp(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("drainpipe-{name}-{}.json", std::process::id()))
 }
 
-/// The server echoes every id as Python's `json` writes it back (`"é"` as
-/// `"\u00e9"`, `"a\/b"` as `"a/b"`, `1E2` as `100.0`): each request gets the
-/// server's answer once, and no error at exit (which it used to get too,
-/// the table being keyed on the id's bytes).
-#[test]
-fn ids_spelled_differently_by_the_server_are_answered_once() {
-    const ECHO: &str = r#"
+/// A server that answers every request with an empty result, echoing its
+/// id as Python's `json` writes it back.
+const ECHO: &str = r#"
 import json, sys
 for line in sys.stdin:
     message = json.loads(line)
     if "id" in message and "method" in message:
         print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}), flush=True)
 "#;
+
+/// The server echoes every id as Python's `json` writes it back (`"é"` as
+/// `"\u00e9"`, `"a\/b"` as `"a/b"`, `1E2` as `100.0`): each request gets the
+/// server's answer once, and no error at exit (which it used to get too,
+/// the table being keyed on the id's bytes).
+#[test]
+fn ids_spelled_differently_by_the_server_are_answered_once() {
     let metrics_path = temp("ids");
     let mut child = proxy(ECHO, &metrics_path);
     let ids = [
@@ -162,13 +165,6 @@ fn every_request_waiting_at_exit_is_answered() {
 /// the next request goes through.
 #[test]
 fn each_request_in_a_batch_gets_an_error() {
-    const ECHO: &str = r#"
-import json, sys
-for line in sys.stdin:
-    message = json.loads(line)
-    if "id" in message and "method" in message:
-        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}), flush=True)
-"#;
     let metrics_path = temp("batch");
     let mut child = proxy(ECHO, &metrics_path);
     let mut stdin = child.stdin.take().unwrap();
