@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use drainpipe_framer::owned::OwnedEvent;
 use drainpipe_framer::{Config, Stats};
 use drainpipe_host::backend::{BackendError, FramerBackend, NativeFramer};
-use drainpipe_host::session::{BackendChoice, CallError, Ending, Session, SessionConfig};
+use drainpipe_host::session::{
+    BackendChoice, CallError, ClientInfo, Ending, NegotiateError, Protocol, Revision, Session,
+    SessionConfig,
+};
 use serde_json::json;
 use session_support::*;
 
@@ -160,4 +163,98 @@ async fn fixture_lists_its_tools_and_answers_ping() {
         "{unknown:?}"
     );
     shutdown_clean(&session).await;
+}
+
+/// The fixture speaks only the 2025 revisions and answers the unknown
+/// `server/discover` with an error: `auto` falls back to `initialize` on the
+/// same process; pinned to 2026-07-28 the handshake fails and says why; a
+/// second handshake is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn negotiate_falls_back_to_initialize_and_pins_strictly() {
+    let client = ClientInfo::new("drainpipe-tests", "0");
+    let session = Session::spawn(fixture(&[]), SessionConfig::default()).expect("spawn");
+    let negotiated = within(
+        10,
+        "negotiate",
+        session.negotiate(Protocol::Auto, &client, opts(5)),
+    )
+    .await
+    .expect("the fixture negotiates");
+    assert_eq!(negotiated.revision, Revision::V2025_06_18);
+    assert_eq!(negotiated.via, "initialize");
+    assert!(!negotiated.restarted);
+    assert_eq!(negotiated.server_info["name"], "drainpipe-fixture");
+    assert_eq!(session.revision(), Some(Revision::V2025_06_18));
+    assert_usable(&session).await;
+    let again = session.negotiate(Protocol::Auto, &client, opts(5)).await;
+    assert_eq!(again, Err(NegotiateError::Already(Revision::V2025_06_18)));
+    shutdown_clean(&session).await;
+
+    let session = Session::spawn(fixture(&[]), SessionConfig::default()).expect("spawn");
+    let pinned = within(
+        10,
+        "negotiate",
+        session.negotiate(Protocol::Pin(Revision::V2026_07_28), &client, opts(5)),
+    )
+    .await;
+    match pinned {
+        Err(NegotiateError::Call {
+            method: "server/discover",
+            error: CallError::JsonRpc { .. },
+        }) => {}
+        other => panic!("pinned to 2026-07-28, the fixture must fail it: {other:?}"),
+    }
+    assert_eq!(session.revision(), None);
+    shutdown_clean(&session).await;
+}
+
+/// A server that ends on any opening but `initialize` (as servers on some
+/// 2025-era SDKs do) is started a second time by `connect`, for the 2025
+/// handshake, and the second one answers. Pinned, the loss is the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_starts_again_a_server_that_ends_on_discover() {
+    let client = ClientInfo::new("drainpipe-tests", "0");
+    let (session, negotiated) = within(
+        20,
+        "connect",
+        Session::connect(
+            || fixture(&["--initialize-first"]),
+            SessionConfig::default(),
+            Protocol::Auto,
+            &client,
+            opts(5),
+        ),
+    )
+    .await
+    .expect("spawn");
+    let negotiated = negotiated.expect("the second start negotiates");
+    assert!(negotiated.restarted);
+    assert_eq!(negotiated.revision, Revision::V2025_06_18);
+    assert_usable(&session).await;
+    shutdown_clean(&session).await;
+
+    // Pinned, there is no second start: the loss is the answer.
+    let (session, outcome) = within(
+        20,
+        "connect",
+        Session::connect(
+            || fixture(&["--initialize-first"]),
+            SessionConfig::default(),
+            Protocol::Pin(Revision::V2026_07_28),
+            &client,
+            opts(5),
+        ),
+    )
+    .await
+    .expect("spawn");
+    match outcome {
+        Err(NegotiateError::Call {
+            error: CallError::SessionLost { .. },
+            ..
+        }) => {}
+        other => panic!("pinned, the ended server is the answer: {other:?}"),
+    }
+    let pid = session.pid();
+    session.shutdown().await;
+    assert_group_gone(pid).await;
 }

@@ -17,9 +17,13 @@
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use drainpipe_host::session::{CallOptions, Session, SessionConfig};
+//! use drainpipe_host::session::{CallOptions, ClientInfo, Protocol, Session, SessionConfig};
 //!
 //! let session = Session::spawn(tokio::process::Command::new("my-mcp-server"), SessionConfig::default())?;
+//! // 2026-07-28 through `server/discover`, else the 2025 `initialize`.
+//! let client = ClientInfo::new("my-host", "1.0");
+//! let negotiated = session.negotiate(Protocol::Auto, &client, CallOptions::default()).await?;
+//! println!("{} speaks {}", negotiated.server(), negotiated.revision);
 //! let tools = session.call("tools/list", serde_json::json!({}), CallOptions::default()).await?;
 //! println!("{}", tools.result);
 //! let report = session.shutdown().await;
@@ -31,6 +35,7 @@ mod capture;
 mod config;
 mod metrics;
 pub(crate) mod process;
+mod protocol;
 mod reader;
 mod requests;
 mod stderr;
@@ -60,6 +65,7 @@ pub use config::{
     SessionConfig, ShutdownTimeouts,
 };
 pub use metrics::SessionMetrics;
+pub use protocol::{ClientInfo, NegotiateError, Negotiated, Protocol, Revision};
 pub use requests::{CallError, PendingCall, RequestId, Response};
 
 use metrics::Counters;
@@ -133,6 +139,9 @@ pub(crate) struct Shared {
     /// The session already killed the server once; later triggers only count once.
     killed: AtomicBool,
     close_stdin: CancellationToken,
+    /// What [`Session::negotiate`] settled: the revision, and in 2026-07-28
+    /// the envelope every request carries.
+    negotiated: OnceLock<protocol::Settled>,
 }
 
 impl Shared {
@@ -276,6 +285,7 @@ impl Session {
             dispatcher_overflowing: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             close_stdin: CancellationToken::new(),
+            negotiated: OnceLock::new(),
             config,
         });
         let writer = tokio::spawn(writer::run(
@@ -388,6 +398,10 @@ impl Session {
             .unwrap_or(config.default_timeout)
             .min(config.max_timeout);
         let deadline = Instant::now() + timeout;
+        let params = match shared.negotiated.get() {
+            Some(settled) => settled.params(params),
+            None => params,
+        };
         let id = RequestId(shared.next_id.fetch_add(1, Ordering::Relaxed));
         let line = request_line(id, method, &params);
         let minimum = drainpipe_framer::budget::MIN_CONDENSE_BUDGET;
