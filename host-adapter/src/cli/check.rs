@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use drainpipe_framer::Config;
 use drainpipe_host::session::{
-    CallError, CallOptions, Ending, Session, SessionConfig, ShutdownTimeouts,
+    CallError, CallOptions, ClientInfo, Ending, NegotiateError, Negotiated, Protocol, Revision,
+    Session, SessionConfig, ShutdownTimeouts,
 };
 use serde_json::{Value, json};
 
@@ -17,8 +18,9 @@ use super::{EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK, Style, parse_duration, took}
 /// Check an MCP server against drainpipe's release criteria.
 ///
 /// Starts the server and checks: the handshake (protocol revision 2026-07-28
-/// through `server/discover`, falling back to the 2025 `initialize`), tools/list, the answer to a tool call whose result exceeds
-/// the transport limit, cancellation of a long call followed by a second
+/// through `server/discover`, falling back to the 2025 `initialize`),
+/// tools/list, the answer to a tool call whose result exceeds the transport
+/// limit, cancellation of a long call followed by a second
 /// request, stdout purity over the whole session, and shutdown without
 /// orphans. Prints a pass/fail table with what was measured; exits non-zero
 /// if a row failed. Rows that need a tool are skipped unless it is named.
@@ -58,38 +60,31 @@ pub(crate) struct CheckArgs {
     /// The protocol revision: `auto` tries 2026-07-28 (`server/discover`)
     /// and falls back to the 2025 `initialize`; a revision pins it
     /// (2026-07-28, 2025-11-25 or 2025-06-18).
-    #[arg(long, value_name = "REVISION", default_value = "auto", value_parser = parse_protocol)]
-    protocol: String,
+    #[arg(long, value_name = "REVISION", default_value = "auto")]
+    protocol: Protocol,
     /// The server command and its arguments.
     #[arg(required = true, last = true, value_name = "SERVER COMMAND")]
     server: Vec<String>,
 }
 
-/// The current revision: no `initialize`, `server/discover` and a
-/// protocol envelope in every request's `_meta`.
-const MODERN: &str = "2026-07-28";
-/// What `auto` falls back to.
-const LEGACY: &str = "2025-06-18";
-
-fn parse_protocol(text: &str) -> Result<String, String> {
-    match text {
-        "auto" | MODERN | "2025-11-25" | LEGACY => Ok(text.to_string()),
-        other => Err(format!(
-            "unknown revision {other}: auto, {MODERN}, 2025-11-25 or {LEGACY}"
-        )),
-    }
-}
-
 /// The era the handshake settled on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Era {
-    /// 2026-07-28: every request carries the protocol envelope in `_meta`.
+    /// 2026-07-28: the session adds the protocol envelope to every request.
     Modern,
     /// The 2025 revisions, after `initialize`.
     Legacy,
 }
 
 impl Era {
+    fn of(revision: Revision) -> Era {
+        if revision.is_stateless() {
+            Era::Modern
+        } else {
+            Era::Legacy
+        }
+    }
+
     /// A small request that proves the server still answers: `ping`, which
     /// revision 2026-07-28 no longer has; `tools/list` there.
     async fn next_request(
@@ -101,34 +96,8 @@ impl Era {
             Era::Modern => "tools/list",
             Era::Legacy => "ping",
         };
-        session.call(method, self.params(json!({})), options).await
+        session.call(method, json!({}), options).await
     }
-
-    /// `params` as this era sends them.
-    fn params(self, mut params: Value) -> Value {
-        if self == Era::Modern
-            && let Some(object) = params.as_object_mut()
-            && let Some(meta) = object
-                .entry("_meta")
-                .or_insert_with(|| json!({}))
-                .as_object_mut()
-            && let Value::Object(envelope) = client_envelope()
-        {
-            for (key, value) in envelope {
-                meta.entry(key).or_insert(value);
-            }
-        }
-        params
-    }
-}
-
-/// The per-request `_meta` envelope of revision 2026-07-28.
-fn client_envelope() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientInfo": {"name": "drainpipe-check", "version": env!("CARGO_PKG_VERSION")},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    })
 }
 
 fn parse_json(text: &str) -> Result<Value, String> {
@@ -231,21 +200,22 @@ async fn check(args: &CheckArgs) -> std::io::Result<Vec<Row>> {
         ..SessionConfig::default()
     };
     let options = CallOptions::timeout(args.timeout);
-    let mut session = Session::spawn(command, config.clone())?;
-    let (mut handshake, mut era) = handshake(&session, &args.protocol, options).await;
-    if era.is_none() && args.protocol == "auto" && session.lost().is_some() {
-        // It ended on the unknown `server/discover`, as servers on SDKs
-        // that stop at any request before `initialize` do: a legacy server.
-        // Start it again for the 2025 handshake.
-        session.shutdown().await;
-        let mut command = tokio::process::Command::new(&args.server[0]);
-        command.args(&args.server[1..]);
-        session = Session::spawn(command, config)?;
-        (handshake, era) = (initialize(&session, LEGACY, options).await, None);
-        if handshake.verdict == Verdict::Pass {
-            era = Some(Era::Legacy);
-        }
-    }
+    let client = ClientInfo::new("drainpipe-check", env!("CARGO_PKG_VERSION"));
+    let started = Instant::now();
+    let (session, outcome) = Session::connect(
+        || {
+            let mut command = tokio::process::Command::new(&args.server[0]);
+            command.args(&args.server[1..]);
+            command
+        },
+        config,
+        args.protocol,
+        &client,
+        options,
+    )
+    .await?;
+    let handshake = handshake_row(&outcome, started.elapsed());
+    let era = outcome.ok().map(|negotiated| Era::of(negotiated.revision));
     let seen = Arc::new(Mutex::new(Vec::<Seen>::new()));
     let server_requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let listener = tokio::spawn(listen(
@@ -256,7 +226,7 @@ async fn check(args: &CheckArgs) -> std::io::Result<Vec<Row>> {
     let mut rows = vec![handshake];
     match era {
         Some(era) => {
-            rows.push(tools_list(&session, args, options, era).await);
+            rows.push(tools_list(&session, args, options).await);
             rows.push(large_result(&session, args, options, era).await);
             rows.push(cancellation(&session, args, options, era, &seen).await);
         }
@@ -287,7 +257,7 @@ async fn check(args: &CheckArgs) -> std::io::Result<Vec<Row>> {
             )
         } else {
             format!(
-                "stray lines {}, malformed {}, unroutable {}, requests {requests} among {} on stdout (logs belong on stderr; a {MODERN} server sends no requests)",
+                "stray lines {}, malformed {}, unroutable {}, requests {requests} among {} on stdout (logs belong on stderr; a 2026-07-28 server sends no requests)",
                 metrics.not_protocol_lines,
                 metrics.malformed_frames,
                 metrics.unroutable_frames,
@@ -332,90 +302,41 @@ async fn listen(
 
 const HANDSHAKE: &str = "handshake";
 
-/// The handshake for `protocol` (see [`CheckArgs::protocol`]): its row, and
-/// the era it settled on (none if it failed).
-async fn handshake(session: &Session, protocol: &str, options: CallOptions) -> (Row, Option<Era>) {
-    if protocol == "auto" || protocol == MODERN {
-        match discover(session, options).await {
-            Ok(row) => return (row, Some(Era::Modern)),
-            Err(reason) if protocol == MODERN => return (Row::new(HANDSHAKE, false, reason), None),
-            Err(_) if session.lost().is_some() => {
-                return (Row::new(HANDSHAKE, false, "the server ended"), None);
-            }
-            Err(_) => {}
-        }
-    }
-    let revision = if protocol == "auto" { LEGACY } else { protocol };
-    let row = initialize(session, revision, options).await;
-    let era = (row.verdict == Verdict::Pass).then_some(Era::Legacy);
-    (row, era)
-}
-
-/// `server/discover` (revision 2026-07-28): the row if the server offers it.
-async fn discover(session: &Session, options: CallOptions) -> Result<Row, String> {
-    let started = Instant::now();
-    let answer = session
-        .call("server/discover", Era::Modern.params(json!({})), options)
-        .await
-        .map_err(|error| format!("server/discover: {error}"))?;
-    let offered: Vec<&str> = answer.result["supportedVersions"]
-        .as_array()
-        .map(|versions| versions.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    if !offered.contains(&MODERN) {
-        return Err(format!(
-            "server/discover: {MODERN} is not offered (offered: {})",
-            offered.join(", ")
-        ));
-    }
-    let info = &answer.result["_meta"]["io.modelcontextprotocol/serverInfo"];
-    Ok(Row::new(
-        HANDSHAKE,
-        true,
-        format!(
-            "server/discover answered in {}: {} {}, protocol {MODERN}",
-            took(started.elapsed()),
-            info["name"].as_str().unwrap_or("(no name)"),
-            info["version"].as_str().unwrap_or(""),
+/// The handshake's row: the revision it settled on and through which
+/// request, or why it failed.
+fn handshake_row(outcome: &Result<Negotiated, NegotiateError>, elapsed: Duration) -> Row {
+    match outcome {
+        Ok(negotiated) => Row::new(
+            HANDSHAKE,
+            true,
+            format!(
+                "{} answered in {}: {}, protocol {}{}",
+                negotiated.via,
+                took(elapsed),
+                negotiated.server(),
+                negotiated.revision,
+                if negotiated.restarted {
+                    " (the server ended on server/discover and was started again)"
+                } else {
+                    ""
+                }
+            ),
         ),
-    ))
-}
-
-async fn initialize(session: &Session, revision: &str, options: CallOptions) -> Row {
-    let params = json!({
-        "protocolVersion": revision,
-        "capabilities": {},
-        "clientInfo": {"name": "drainpipe-check", "version": env!("CARGO_PKG_VERSION")},
-    });
-    let started = Instant::now();
-    match session.call("initialize", params, options).await {
-        Ok(answer) => {
-            let elapsed = started.elapsed();
-            let info = &answer.result["serverInfo"];
-            let protocol = answer.result["protocolVersion"].as_str();
-            let _ = session.notify("notifications/initialized", json!({})).await;
-            Row::new(
-                HANDSHAKE,
-                protocol.is_some(),
-                format!(
-                    "initialize answered in {}: {} {}, protocol {}",
-                    took(elapsed),
-                    info["name"].as_str().unwrap_or("(no name)"),
-                    info["version"].as_str().unwrap_or(""),
-                    protocol.unwrap_or("missing")
-                ),
-            )
-        }
-        Err(error) => Row::new(HANDSHAKE, false, format!("initialize: {error}")),
+        Err(NegotiateError::Call {
+            error: CallError::SessionLost { reason },
+            method,
+        }) => Row::new(
+            HANDSHAKE,
+            false,
+            format!("{method}: the server ended ({reason})"),
+        ),
+        Err(error) => Row::new(HANDSHAKE, false, error.to_string()),
     }
 }
 
-async fn tools_list(session: &Session, args: &CheckArgs, options: CallOptions, era: Era) -> Row {
+async fn tools_list(session: &Session, args: &CheckArgs, options: CallOptions) -> Row {
     let started = Instant::now();
-    match session
-        .call("tools/list", era.params(json!({})), options)
-        .await
-    {
+    match session.call("tools/list", json!({}), options).await {
         Ok(answer) => {
             let elapsed = started.elapsed();
             let Some(tools) = answer.result["tools"].as_array() else {
@@ -454,7 +375,7 @@ async fn large_result(session: &Session, args: &CheckArgs, options: CallOptions,
         return Row::skip(LARGE, "name a tool with --large-tool (and --large-args)");
     };
     let limit = human(args.max_frame as u64);
-    let params = era.params(json!({"name": tool, "arguments": args.large_args}));
+    let params = json!({"name": tool, "arguments": args.large_args});
     let started = Instant::now();
     let outcome = session.call("tools/call", params, options).await;
     let elapsed = took(started.elapsed());
@@ -516,8 +437,8 @@ async fn cancellation(
     // Servers that follow the spec report progress under this token; some
     // use the request id instead: both are recognised.
     let progress_token = json!("drainpipe-check-cancel");
-    let params = era.params(json!({"name": tool, "arguments": args.slow_args,
-                                   "_meta": {"progressToken": progress_token}}));
+    let params = json!({"name": tool, "arguments": args.slow_args,
+                        "_meta": {"progressToken": progress_token}});
     let before = seen.lock().expect("seen").len();
     let started = Instant::now();
     let pending = match session.start("tools/call", params, options).await {
