@@ -133,48 +133,102 @@ async fn the_sdk_v2_client_on_2026_07_28_accepts_condensed_results() {
         return;
     };
     let file = TextFile::new("v2", 5 << 20);
-    let server = vec![
-        node.node.display().to_string(),
-        node.dir.join("v2-server.mjs").display().to_string(),
-        "--reject-legacy".to_string(),
-    ];
-    let path = file.path.display().to_string();
-    let budget = BUDGET.to_string();
-    let run = |extra: &'static [&'static str], argv: Vec<String>| {
-        let mut args: Vec<String> = ["condensed", "--file", &path, "--budget", &budget]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        args.extend(extra.iter().map(|s| s.to_string()));
-        args.push("--".into());
-        args.extend(argv);
-        args
-    };
-    let direct = run(&["--expect-direct-failure"], server.clone());
-    let direct: Vec<&str> = direct.iter().map(String::as_str).collect();
+    let server = v2_server(&node, true);
+    let direct = v2_client_run(&file, "pin", &["--expect-direct-failure"], server.clone());
     let direct = run_client(
-        node.script("sdk-v2-client.mjs", &direct),
+        node.script("sdk-v2-client.mjs", &as_strs(&direct)),
         120,
         "SDK v2 client, direct",
     )
     .await;
-    let proxied = run(
-        &[],
-        proxy_argv(
-            &drainpipe,
-            &["--clip", "256KiB", "--metrics", "none"],
-            &server,
-        ),
-    );
-    let proxied: Vec<&str> = proxied.iter().map(String::as_str).collect();
+    let proxied = v2_client_run(&file, "pin", &[], proxied_v2(&drainpipe, &server));
     let proxied = run_client(
-        node.script("sdk-v2-client.mjs", &proxied),
+        node.script("sdk-v2-client.mjs", &as_strs(&proxied)),
         120,
         "SDK v2 client, through proxy --clip",
     )
     .await;
+    assert_eq!(proxied.summary["protocol"], "2026-07-28");
     figure(
         "typescript-sdk v2 client (2026-07-28) + v2 server, 5 MiB text",
         json!({"direct_error": direct.summary["direct_error"], "condensed_ms": proxied.summary["ms"], "marker": proxied.summary["marker"]}),
     );
+}
+
+/// The same client in its other two modes, in front of the v2 server
+/// serving both eras through `proxy --clip`: `legacy` speaks the 2025
+/// `initialize` (the v2 server in its 2025 era), `auto` probes a copy of
+/// the server with `server/discover` first, then speaks 2026-07-28. Both
+/// accept the condensed result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_v2_client_in_legacy_and_auto_modes_accepts_condensed_results() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let file = TextFile::new("v2-modes", 5 << 20);
+    let server = v2_server(&node, false);
+    for (mode, revision) in [("legacy", "2025-11-25"), ("auto", "2026-07-28")] {
+        let argv = v2_client_run(&file, mode, &[], proxied_v2(&drainpipe, &server));
+        let run = run_client(
+            node.script("sdk-v2-client.mjs", &as_strs(&argv)),
+            120,
+            &format!("SDK v2 client ({mode}), through proxy --clip"),
+        )
+        .await;
+        assert_eq!(run.summary["protocol"], revision, "{mode}: {}", run.summary);
+        assert!(
+            run.summary["marker"]["originalBytes"].as_u64() > Some(BUDGET as u64),
+            "{mode}: {}",
+            run.summary
+        );
+        run.assert_nothing_left();
+    }
+}
+
+/// `node v2-server.mjs`, serving only 2026-07-28 if `modern_only`.
+fn v2_server(node: &peers::NodePeer, modern_only: bool) -> Vec<String> {
+    let mut server = vec![
+        node.node.display().to_string(),
+        node.dir.join("v2-server.mjs").display().to_string(),
+    ];
+    if modern_only {
+        server.push("--reject-legacy".to_string());
+    }
+    server
+}
+
+/// `server` behind `drainpipe proxy --clip 256KiB`.
+fn proxied_v2(drainpipe: &std::path::Path, server: &[String]) -> Vec<String> {
+    proxy_argv(
+        drainpipe,
+        &["--clip", "256KiB", "--metrics", "none"],
+        server,
+    )
+}
+
+/// The arguments of `sdk-v2-client.mjs condensed` for `file` in `mode`.
+fn v2_client_run(file: &TextFile, mode: &str, extra: &[&str], server: Vec<String>) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "condensed",
+        "--file",
+        &file.path.display().to_string(),
+        "--budget",
+        &BUDGET.to_string(),
+        "--mode",
+        mode,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args.push("--".into());
+    args.extend(server);
+    args
+}
+
+fn as_strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }

@@ -9,6 +9,7 @@
 
 use std::process::Stdio;
 
+use drainpipe_host::session::{ClientInfo, Protocol, Revision, Session, SessionConfig};
 use drainpipe_release::peers;
 use drainpipe_release::*;
 use serde_json::json;
@@ -137,5 +138,107 @@ async fn check_falls_back_to_initialize_on_a_legacy_server() {
     assert!(
         measured.contains("initialize") && measured.contains("protocol 2025-06-18"),
         "{measured}"
+    );
+}
+
+/// The session library negotiates as `check` does, with every official
+/// server: then the same `call` works in either era (in 2026-07-28 the
+/// session adds the protocol envelope to every request's `_meta`, which
+/// these servers require), and 2026-07-28 results carry `resultType`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_negotiate_with_the_official_servers_of_both_eras() {
+    let node = peers::gate("the Node.js peer", peers::node());
+    let python = peers::gate("the Python peer", peers::python());
+    let (Some(node), Some(python)) = (node, python) else {
+        return;
+    };
+    let v2 = |extra: &[&str]| {
+        let mut server = vec![
+            node.node.display().to_string(),
+            node.dir.join("v2-server.mjs").display().to_string(),
+        ];
+        server.extend(extra.iter().map(|s| s.to_string()));
+        server
+    };
+    let cases: Vec<(&str, Vec<String>, Protocol, Revision, &str)> = vec![
+        (
+            "v2 server, 2026-07-28 only",
+            v2(&["--reject-legacy"]),
+            Protocol::Auto,
+            Revision::V2026_07_28,
+            "server/discover",
+        ),
+        (
+            "v2 server, pinned 2025-06-18",
+            v2(&[]),
+            Protocol::Pin(Revision::V2025_06_18),
+            Revision::V2025_06_18,
+            "initialize",
+        ),
+        (
+            "Python server",
+            python.server(),
+            Protocol::Auto,
+            Revision::V2026_07_28,
+            "server/discover",
+        ),
+        (
+            "Python server, pinned 2025-11-25",
+            python.server(),
+            Protocol::Pin(Revision::V2025_11_25),
+            Revision::V2025_11_25,
+            "initialize",
+        ),
+        (
+            "server-everything (1.x)",
+            node.everything_server(),
+            Protocol::Auto,
+            Revision::V2025_06_18,
+            "initialize",
+        ),
+    ];
+    let client = ClientInfo::new("drainpipe-release", "0");
+    let mut figures = serde_json::Map::new();
+    for (what, server, protocol, revision, via) in cases {
+        let mut command = tokio::process::Command::new(&server[0]);
+        command.args(&server[1..]);
+        let session = Session::spawn(command, SessionConfig::default())
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let negotiated = within(30, what, session.negotiate(protocol, &client, opts(20)))
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}; stderr: {:?}", session.stderr()));
+        assert_eq!(
+            (negotiated.revision, negotiated.via),
+            (revision, via),
+            "{what}"
+        );
+        assert!(
+            negotiated.server_info["name"].is_string(),
+            "{what}: {:?}",
+            negotiated.server_info
+        );
+        let tools = within(30, what, session.call("tools/list", json!({}), opts(20)))
+            .await
+            .unwrap_or_else(|e| panic!("{what}: tools/list: {e}"));
+        assert!(
+            tools.result["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty()),
+            "{what}"
+        );
+        if revision.is_stateless() {
+            assert_eq!(
+                tools.result_type(),
+                Some("complete"),
+                "{what}: {}",
+                tools.result
+            );
+        }
+        figures.insert(what.to_string(), json!(negotiated.server()));
+        session.shutdown().await;
+    }
+    figure(
+        "sessions negotiate with the official servers",
+        figures.into(),
     );
 }

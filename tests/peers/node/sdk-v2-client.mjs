@@ -1,14 +1,18 @@
 // A host on the official TypeScript SDK v2 client (`@modelcontextprotocol/client`),
-// pinned to protocol revision 2026-07-28 (`server/discover`, no `initialize`).
+// in one of its version-negotiation modes: `pin` (the default: revision
+// 2026-07-28, `server/discover`, no `initialize`), `legacy` (the 2025
+// `initialize` only) or `auto` (probes with `server/discover` in a copy of
+// the server, then speaks the era it found).
 //
-//   node sdk-v2-client.mjs condensed --file PATH --budget N [--expect-direct-failure] -- <server command…>
+//   node sdk-v2-client.mjs condensed --file PATH --budget N [--mode pin|legacy|auto]
+//        [--expect-direct-failure] -- <server command…>
 //
 // Reads the file through `read_text` and checks what `sdk-client.mjs
 // condensed` checks: the result is accepted (the schema check included),
 // its text is a prefix of the file, the mirror is cut alike, and the
 // marker says what was cut. With `--expect-direct-failure` the result must
 // instead fail (the client's own buffer limit, when nothing is in between).
-// The last stdout line is a JSON summary.
+// The last stdout line is a JSON summary, with the revision negotiated.
 
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/client";
@@ -24,13 +28,21 @@ const check = (condition, message) => {
   if (!condition) throw new Error(`check failed: ${message}`);
 };
 
-const summary = { peer: "typescript-sdk-v2", protocol: "2026-07-28" };
+const modes = { pin: { pin: "2026-07-28" }, legacy: "legacy", auto: "auto" };
+const modeName = options.includes("--mode") ? option("--mode") : "pin";
+if (!(modeName in modes)) throw new Error(`unknown --mode ${modeName}: pin, legacy or auto`);
+const summary = { peer: "typescript-sdk-v2", mode: modeName };
 const client = new Client(
   { name: "drainpipe-release-v2-client", version: "0.0.0" },
-  { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  { versionNegotiation: { mode: modes[modeName] } },
 );
 try {
   await client.connect(new StdioClientTransport({ command, args, stderr: "inherit" }));
+  summary.protocol = client.getNegotiatedProtocolVersion();
+  check(
+    (modeName === "legacy") === (summary.protocol !== "2026-07-28"),
+    `mode ${modeName} negotiated ${summary.protocol}`,
+  );
   const path = option("--file");
   const budget = Number(option("--budget"));
   const original = readFileSync(path, "utf8");
@@ -48,7 +60,10 @@ try {
     const result = await client.callTool({ name: "read_text", arguments: { path } }, undefined, { timeout: 60000 });
     summary.ms = Number(process.hrtime.bigint() - start) / 1e6;
     const { marker, keptChars } = checkCondensed(result, original, budget);
-    check(result._meta["io.modelcontextprotocol/serverInfo"] !== undefined, "the server's own _meta keys are kept");
+    if (summary.protocol === "2026-07-28") {
+      // The modern era's results carry the server's envelope in `_meta`.
+      check(result._meta["io.modelcontextprotocol/serverInfo"] !== undefined, "the server's own _meta keys are kept");
+    }
     summary.marker = marker;
     summary.kept_chars = keptChars;
   }
