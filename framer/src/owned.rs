@@ -41,6 +41,19 @@ impl OwnedId {
     }
 }
 
+impl OwnedEnvelope {
+    /// The borrowed form.
+    pub fn as_envelope(&self) -> Envelope<'_> {
+        Envelope {
+            jsonrpc: self.jsonrpc.as_deref(),
+            id: self.id.as_ref().map(OwnedId::as_id),
+            method: self.method.as_deref(),
+            has_result: self.has_result,
+            has_error: self.has_error,
+        }
+    }
+}
+
 impl From<Envelope<'_>> for OwnedEnvelope {
     fn from(e: Envelope<'_>) -> Self {
         OwnedEnvelope {

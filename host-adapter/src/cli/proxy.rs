@@ -41,8 +41,9 @@ pub(crate) struct ProxyArgs {
     /// The deepest nesting of objects and arrays accepted in a message.
     #[arg(long, value_name = "N", default_value_t = Config::DEFAULT_MAX_DEPTH)]
     max_depth: u32,
-    /// Messages queued per direction for a peer that reads slowly.
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    /// Bytes of whole messages queued per direction for a peer that reads
+    /// slowly (a larger message is queued alone).
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
     queue: usize,
     /// After the host closes stdin, how long the server gets to exit before
     /// SIGTERM (then 2 s more before SIGKILL).
@@ -101,7 +102,7 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
             .with_max_frame_bytes(args.max_frame)
             .with_max_depth(args.max_depth),
         clip_bytes: args.clip,
-        queue_frames: args.queue,
+        queue_bytes: args.queue,
         shutdown: ShutdownTimeouts {
             after_close: args.grace,
             ..ProxyConfig::default().shutdown

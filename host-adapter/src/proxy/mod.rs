@@ -26,6 +26,7 @@
 
 mod batch;
 mod metrics;
+mod queue;
 mod route;
 mod sink;
 mod wire;
@@ -63,10 +64,11 @@ pub struct ProxyConfig {
     /// contract (`structuredContent.truncated`, a summary), or answered with
     /// an error if it cannot be.
     pub clip_bytes: Option<usize>,
-    /// Messages queued per direction for a peer that reads slowly. With the
-    /// transport limit this bounds the proxy's **memory** (at most
-    /// `queue_frames × max_frame_bytes` per direction).
-    pub queue_frames: usize,
+    /// Bytes of whole messages queued per direction for a peer that reads
+    /// slowly; a message larger than this is queued alone. Bounds the
+    /// proxy's **memory**: per direction, at most this plus the message
+    /// being read and the one being written.
+    pub queue_bytes: usize,
     /// The proxy's own errors queued per direction; past this they are
     /// dropped (counted) rather than waited for.
     pub reply_queue: usize,
@@ -81,13 +83,13 @@ pub struct ProxyConfig {
 }
 
 impl Default for ProxyConfig {
-    /// 4 MiB transport limit, no clipping, 16 queued messages per direction,
+    /// 4 MiB transport limit, no clipping, 1 MiB queued per direction,
     /// 5 s / 2 s / 2 s shutdown.
     fn default() -> Self {
         ProxyConfig {
             framer: FramerConfig::default(),
             clip_bytes: None,
-            queue_frames: 16,
+            queue_bytes: 1 << 20,
             reply_queue: 1024,
             read_chunk_bytes: 64 << 10,
             max_diverted_line_bytes: 4096,
@@ -148,9 +150,8 @@ pub async fn run(
     let control = spawned.control;
     let metrics = Arc::new(Mutex::new(ProxyMetrics::default()));
     let in_flight = Arc::new(Mutex::new(InFlight::default()));
-    let queue = config.queue_frames.max(1);
-    let (to_server, to_server_rx) = mpsc::channel(queue);
-    let (to_host, to_host_rx) = mpsc::channel(queue);
+    let (to_server, to_server_rx) = queue::queue(config.queue_bytes);
+    let (to_host, to_host_rx) = queue::queue(config.queue_bytes);
     let (server_replies, server_replies_rx) = mpsc::channel(config.reply_queue.max(1));
     let (host_replies, host_replies_rx) = mpsc::channel(config.reply_queue.max(1));
     let router = |direction, forward, reply, answer_other| Router {
@@ -162,6 +163,9 @@ pub async fn run(
         forward,
         reply,
         answer_other,
+        out: Vec::new(),
+        out_lines: 0,
+        out_largest: 0,
     };
     let host_reader = router(
         Direction::HostToServer,
@@ -304,11 +308,12 @@ enum WriterEnd {
     Finish(CancellationToken),
 }
 
-/// Writes lines from `frames` and `replies` until `end`, a failed write, or
-/// `close` (which also interrupts a write blocked on a peer not reading).
+/// Writes batches from `frames` and lines from `replies` until `end`, a
+/// failed write, or `close` (which also interrupts a write blocked on a peer
+/// not reading).
 async fn write_lines(
     mut out: impl AsyncWrite + Unpin,
-    mut frames: mpsc::Receiver<Vec<u8>>,
+    mut frames: mpsc::Receiver<queue::Batch>,
     mut replies: mpsc::Receiver<Vec<u8>>,
     close: CancellationToken,
     end: WriterEnd,
@@ -319,12 +324,13 @@ async fn write_lines(
     };
     let mut frames_open = true;
     loop {
-        let line = tokio::select! {
+        let written = tokio::select! {
             biased;
             () = close.cancelled() => break,
-            Some(line) = replies.recv() => line,
-            line = frames.recv(), if frames_open => match line {
-                Some(line) => line,
+            Some(line) = replies.recv() => write_one(&mut out, &line, &close).await,
+            batch = frames.recv(), if frames_open => match batch {
+                // The batch's room in the queue is given back once written.
+                Some(batch) => write_one(&mut out, &batch.bytes, &close).await,
                 None if end_with_frames => break,
                 None => {
                     frames_open = false;
@@ -332,7 +338,12 @@ async fn write_lines(
                 }
             },
             () = finish.cancelled() => {
-                while let Ok(line) = frames.try_recv().or_else(|_| replies.try_recv()) {
+                while let Ok(batch) = frames.try_recv() {
+                    if !write_one(&mut out, &batch.bytes, &close).await {
+                        break;
+                    }
+                }
+                while let Ok(line) = replies.try_recv() {
                     if !write_one(&mut out, &line, &close).await {
                         break;
                     }
@@ -340,7 +351,7 @@ async fn write_lines(
                 break;
             }
         };
-        if !write_one(&mut out, &line, &close).await {
+        if !written {
             break;
         }
     }

@@ -1,19 +1,27 @@
 //! The two framed directions. Each reader frames what it reads with its own
 //! [`Framer`] and decides, per event, what goes on, what is answered with an
 //! error, and what is diverted to stderr.
+//!
+//! Deciding never waits: the messages of one read that go on are gathered
+//! into one batch, which is queued once the read is routed. A message that
+//! goes on unchanged is copied once, from the read (or the framer's
+//! assembly of a message that spanned reads) into the batch, and costs no
+//! allocation of its own; only messages with an id or a rejection are
+//! looked at further.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
-use drainpipe_framer::{Event, Framer, Id, JsonError, JsonErrorKind};
+use drainpipe_framer::{Envelope, Event, Framer, Id, JsonError, JsonErrorKind};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
 use super::ProxyConfig;
 use super::batch::{BatchCapture, Captured, request_ids};
 use super::metrics::{DirectionMetrics, ProxyMetrics};
+use super::queue::Forward;
 use super::sink::StderrSink;
 use super::wire::{INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE, error_line};
 use crate::condense::{LineTap, condense_frame};
@@ -127,15 +135,21 @@ pub(crate) struct Router {
     pub(crate) in_flight: Arc<Mutex<InFlight>>,
     pub(crate) metrics: Arc<Mutex<ProxyMetrics>>,
     pub(crate) sink: StderrSink,
-    /// Frames going on, in the reader's direction (bounded: a peer that does
-    /// not read makes this reader wait, and only this reader).
-    pub(crate) forward: mpsc::Sender<Vec<u8>>,
+    /// Batches of whole lines going on, in the reader's direction (bounded
+    /// in bytes: a peer that does not read makes this reader wait, and only
+    /// this reader).
+    pub(crate) forward: Forward,
     /// The proxy's own answers back to the peer this reader reads from.
     /// Never waited on: an answer that does not fit is dropped and counted.
     pub(crate) reply: mpsc::Sender<Vec<u8>>,
     /// The proxy's own answers to the other peer (an error for the host when
     /// the server's response was rejected, and the reverse).
     pub(crate) answer_other: mpsc::Sender<Vec<u8>>,
+    /// The lines of the current read that go on, each with its newline.
+    pub(crate) out: Vec<u8>,
+    /// How many lines `out` holds, and the longest (without its newline).
+    pub(crate) out_lines: u64,
+    pub(crate) out_largest: u64,
 }
 
 /// A line that was rejected while its id was not seen yet: its
@@ -172,22 +186,6 @@ impl Router {
     pub(crate) async fn run(mut self, mut input: impl AsyncRead + Unpin) {
         let mut framer = Framer::new(self.config.framer);
         let mut chunk = vec![0u8; self.config.read_chunk_bytes.max(1)];
-        let mut events: Vec<OwnedEvent> = Vec::new();
-        let owned = |event: Event<'_>| match event {
-            // The line is built with its newline in one allocation: a
-            // frame of hundreds of megabytes must not be copied twice.
-            Event::Frame(frame) => {
-                let mut line = Vec::with_capacity(frame.bytes.len() + 1);
-                line.extend_from_slice(frame.bytes);
-                line.push(b'\n');
-                OwnedEvent::Frame {
-                    offset: frame.offset,
-                    bytes: line,
-                    envelope: frame.envelope.into(),
-                }
-            }
-            other => other.into(),
-        };
         let mut watch: Option<Unattributed> = None;
         // Results over the content budget are condensed as they stream.
         let mut tap = match (self.direction, self.config.clip_bytes) {
@@ -196,6 +194,7 @@ impl Router {
         };
         // Batch lines from the host, captured to answer their requests.
         let mut batch = BatchCapture::new(self.config.framer.max_frame_bytes());
+        let mut batch_starts: Vec<u64> = Vec::new();
         loop {
             let n = match input.read(&mut chunk).await {
                 Ok(0) => break,
@@ -207,25 +206,84 @@ impl Router {
                 }
             };
             let at = framer.position();
-            framer.push(&chunk[..n], |event| events.push(owned(event)));
+            // The tap sees the read first: a line that ends in it is
+            // condensed by the time its event is routed.
             if let Some(tap) = tap.as_mut() {
                 tap.push(&chunk[..n], at);
             }
+            framer.push(&chunk[..n], |event| {
+                self.on_event(event, &mut watch, &mut tap, &mut batch_starts)
+            });
             if self.direction == Direction::HostToServer {
-                self.batches(&mut batch, &chunk[..n], at, &events);
+                self.batches(&mut batch, &chunk[..n], at, &batch_starts);
+                batch_starts.clear();
             }
-            self.with_metrics(|d, _| d.bytes += n as u64);
-            for event in events.drain(..) {
-                self.route(event, &mut watch, &mut tap).await;
-            }
+            self.flush(n as u64).await;
         }
-        framer.finish(|event| events.push(owned(event)));
-        for event in events.drain(..) {
-            self.route(event, &mut watch, &mut tap).await;
+        framer.finish(|event| self.on_event(event, &mut watch, &mut tap, &mut batch_starts));
+        self.flush(0).await;
+    }
+
+    /// Queues the lines gathered from one read (`read` bytes), waiting for
+    /// room, and counts them.
+    async fn flush(&mut self, read: u64) {
+        let (lines, largest) = (self.out_lines, self.out_largest);
+        self.out_lines = 0;
+        self.out_largest = 0;
+        let sent = if self.out.is_empty() {
+            false
+        } else {
+            let out = std::mem::take(&mut self.out);
+            self.forward.send(out).await
+        };
+        self.with_metrics(|d, _| {
+            d.bytes += read;
+            if sent {
+                d.frames += lines;
+                d.largest_frame_bytes = d.largest_frame_bytes.max(largest);
+            }
+        });
+    }
+
+    /// Adds a line (without its newline) to the batch of this read.
+    fn forward_line(&mut self, bytes: &[u8]) {
+        if self.out.capacity() == 0 {
+            self.out = self.forward.buffer();
+        }
+        self.out.reserve(bytes.len() + 1);
+        self.out.extend_from_slice(bytes);
+        self.out.push(b'\n');
+        self.out_lines += 1;
+        self.out_largest = self.out_largest.max(bytes.len() as u64);
+    }
+
+    /// Routes one event of the framer. Complete messages are looked at
+    /// where they lie; the rare others are made owned first.
+    fn on_event(
+        &mut self,
+        event: Event<'_>,
+        watch: &mut Option<Unattributed>,
+        tap: &mut Option<LineTap>,
+        batch_starts: &mut Vec<u64>,
+    ) {
+        match event {
+            Event::Frame(frame) => {
+                let tapped = tap.as_mut().and_then(|tap| tap.take(frame.offset));
+                self.frame(frame.bytes, &frame.envelope, tapped);
+            }
+            other => {
+                if let Event::Malformed { offset, error, .. } = &other
+                    && error.kind == JsonErrorKind::TopLevelNotObject
+                {
+                    batch_starts.push(*offset);
+                }
+                self.route(other.into(), watch, tap);
+            }
         }
     }
 
-    async fn route(
+    /// Routes an event other than a complete message.
+    fn route(
         &mut self,
         event: OwnedEvent,
         watch: &mut Option<Unattributed>,
@@ -233,13 +291,8 @@ impl Router {
     ) {
         match event {
             OwnedEvent::Frame {
-                bytes: line,
-                envelope,
-                offset,
-            } => {
-                let tapped = tap.as_mut().and_then(|tap| tap.take(offset));
-                self.frame(line, envelope, tapped).await
-            }
+                bytes, envelope, ..
+            } => self.frame(&bytes, &envelope.as_envelope(), None),
             OwnedEvent::Oversize {
                 offset,
                 envelope,
@@ -296,7 +349,7 @@ impl Router {
                     }
                     let condensed = match tapped {
                         Some(outcome) if well_formed => {
-                            self.condensed_result(&envelope, None, outcome).await
+                            self.condensed_result(&envelope, None, outcome)
                         }
                         _ => false,
                     };
@@ -330,57 +383,60 @@ impl Router {
         }
     }
 
-    /// Routes a complete message; `line` ends with its newline. `tapped`
+    /// Routes a complete message (`bytes`, without its newline). `tapped`
     /// is its condensed form when it crossed reads over the content budget.
-    async fn frame(
+    fn frame(
         &mut self,
-        line: Vec<u8>,
-        envelope: OwnedEnvelope,
+        bytes: &[u8],
+        envelope: &Envelope<'_>,
         tapped: Option<Result<Condensed, CondenseError>>,
     ) {
-        let id = envelope.id.as_ref().map(id_token);
         let is_response = envelope.method.is_none() && (envelope.has_result || envelope.has_error);
-        let line = match (self.direction, &envelope.method, id) {
+        // Notifications, the bulk of most streams, need nothing more.
+        if envelope.id.is_none() && envelope.method.is_some() {
+            if self.direction == Direction::HostToServer
+                && envelope.method == Some(b"notifications/cancelled".as_slice())
+            {
+                self.with_metrics(|_, m| m.cancellations_forwarded += 1);
+                // The server need not answer a cancelled request: stop
+                // waiting for it, so it is not failed again at exit.
+                if let Some(id) = cancelled_request(bytes) {
+                    self.in_flight.lock().expect("in flight").cancel(&id);
+                }
+            }
+            self.forward_line(bytes);
+            return;
+        }
+        let id = envelope.id.as_ref().map(borrowed_id_token);
+        match (self.direction, envelope.method, id) {
             (Direction::HostToServer, Some(method), Some(id)) => {
-                let is_tool_call = method.as_slice() == b"tools/call";
-                let discover = method.as_slice() == b"server/discover";
-                self.with_metrics(|_, m| {
-                    m.host_requests += 1;
-                    m.discover_requests += u64::from(discover);
-                });
-                if !self
+                let is_tool_call = method == b"tools/call";
+                let discover = method == b"server/discover";
+                let tracked = self
                     .in_flight
                     .lock()
                     .expect("in flight")
-                    .insert(id, is_tool_call)
-                {
-                    self.with_metrics(|_, m| m.untracked_requests += 1);
-                }
-                line
-            }
-            (Direction::HostToServer, Some(method), None) => {
-                if method.as_slice() == b"notifications/cancelled" {
-                    self.with_metrics(|_, m| m.cancellations_forwarded += 1);
-                    // The server need not answer a cancelled request: stop
-                    // waiting for it, so it is not failed again at exit.
-                    if let Some(id) = cancelled_request(&line) {
-                        self.in_flight.lock().expect("in flight").cancel(&id);
-                    }
-                }
-                line
+                    .insert(id, is_tool_call);
+                self.with_metrics(|_, m| {
+                    m.host_requests += 1;
+                    m.discover_requests += u64::from(discover);
+                    m.untracked_requests += u64::from(!tracked);
+                });
             }
             (Direction::ServerToHost, None, Some(id))
                 if envelope.has_result
                     && self
                         .config
                         .clip_bytes
-                        .is_some_and(|budget| line.len() - 1 > budget)
+                        .is_some_and(|budget| bytes.len() > budget)
                     && self.is_tool_call(&id) =>
             {
                 let budget = self.config.clip_bytes.unwrap_or_default();
-                let outcome =
-                    tapped.unwrap_or_else(|| condense_frame(&line[..line.len() - 1], budget));
-                self.condensed_result(&envelope, Some(line), outcome).await;
+                let outcome = tapped.unwrap_or_else(|| condense_frame(bytes, budget));
+                let mut line = Vec::with_capacity(bytes.len() + 1);
+                line.extend_from_slice(bytes);
+                line.push(b'\n');
+                self.condensed_result(&OwnedEnvelope::from(*envelope), Some(line), outcome);
                 return;
             }
             (Direction::ServerToHost, None, Some(id)) if is_response => {
@@ -388,7 +444,6 @@ impl Router {
                 if in_flight.take(&id).is_none() {
                     in_flight.answered_late(&id);
                 }
-                line
             }
             (_, None, _) if !is_response => {
                 self.with_metrics(|d, _| d.unroutable += 1);
@@ -398,15 +453,9 @@ impl Router {
                 ));
                 return;
             }
-            _ => line,
-        };
-        let len = line.len() as u64 - 1;
-        if self.forward.send(line).await.is_ok() {
-            self.with_metrics(|d, _| {
-                d.frames += 1;
-                d.largest_frame_bytes = d.largest_frame_bytes.max(len);
-            });
+            _ => {}
         }
+        self.forward_line(bytes);
     }
 
     /// Whether `id` is a `tools/call` the host is waiting for.
@@ -419,7 +468,7 @@ impl Router {
     /// cannot be condensed becomes an error, so the budget always holds.
     /// Returns false, answering nobody, if `envelope` names no `tools/call`
     /// the host is waiting for.
-    async fn condensed_result(
+    fn condensed_result(
         &mut self,
         envelope: &OwnedEnvelope,
         original: Option<Vec<u8>>,
@@ -469,13 +518,7 @@ impl Router {
                 error_line(&id, OVER_BUDGET, &message)
             }
         };
-        let len = line.len() as u64 - 1;
-        if self.forward.send(line).await.is_ok() {
-            self.with_metrics(|d, _| {
-                d.frames += 1;
-                d.largest_frame_bytes = d.largest_frame_bytes.max(len);
-            });
-        }
+        self.forward_line(&line[..line.len() - 1]);
         true
     }
 
@@ -512,18 +555,18 @@ impl Router {
         Some(Unattributed { offset, code, what })
     }
 
-    /// Finds the batch lines among `events` (of the read `chunk` at stream
-    /// offset `at`), and one begun in an earlier read, and answers each
-    /// request in a batch that ended.
-    fn batches(&mut self, batch: &mut BatchCapture, chunk: &[u8], at: u64, events: &[OwnedEvent]) {
+    /// Finds the batch lines among the lines of the read `chunk` (at
+    /// stream offset `at`) that are not objects (`starts`, their offsets),
+    /// and one begun in an earlier read, and answers each request in a
+    /// batch that ended.
+    fn batches(&mut self, batch: &mut BatchCapture, chunk: &[u8], at: u64, starts: &[u64]) {
         let mut captured = Vec::new();
         if batch.capturing() {
             captured.push(batch.push(chunk));
         }
-        for event in events {
-            if let OwnedEvent::Malformed { offset, error, .. } = event
-                && error.kind == JsonErrorKind::TopLevelNotObject
-                && let Some(from) = offset.checked_sub(at).map(|from| from as usize)
+        for offset in starts {
+            if let Some(from) = offset.checked_sub(at).map(|from| from as usize)
+                && from < chunk.len()
                 && chunk[from..].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
             {
                 captured.push(batch.start(chunk, from));
@@ -640,6 +683,21 @@ fn cancelled_request(frame: &[u8]) -> Option<Vec<u8>> {
     let message: serde_json::Value = serde_json::from_slice(frame).ok()?;
     let id = message.get("params")?.get("requestId")?;
     serde_json::to_vec(id).ok()
+}
+
+/// The id as the JSON token it was written as.
+fn borrowed_id_token(id: &Id<'_>) -> Vec<u8> {
+    match *id {
+        Id::Number(raw) => raw.to_vec(),
+        Id::String(raw) => {
+            let mut token = Vec::with_capacity(raw.len() + 2);
+            token.push(b'"');
+            token.extend_from_slice(raw);
+            token.push(b'"');
+            token
+        }
+        Id::Null => b"null".to_vec(),
+    }
 }
 
 /// The id as the JSON token it was written as.

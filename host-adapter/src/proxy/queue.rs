@@ -1,0 +1,128 @@
+//! The queue between a direction's reader and its writer: whole lines,
+//! gathered into one batch per read, bounded in bytes.
+//!
+//! A batch crosses from the reader's task to the writer's once and goes out
+//! in one write, however many messages it holds: a server that logs a
+//! hundred thousand small notifications a second costs the proxy a few
+//! thousand task wake-ups and writes, not a hundred thousand of each.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+
+/// Written buffers kept for the next batches, at most this many: a batch
+/// needs a fresh buffer per read otherwise, and one over the allocator's
+/// mmap threshold costs page faults every time.
+const SPARE_BUFFERS: usize = 4;
+/// A buffer larger than this (it held a large message) is not kept: the
+/// spares must not pin memory after a burst.
+const SPARE_MAX_BYTES: usize = 1 << 20;
+
+type Spares = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// Whole lines, each with its newline, and the room they hold in the queue
+/// (given back when the batch is dropped, after it was written, with its
+/// buffer for reuse).
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub(crate) bytes: Vec<u8>,
+    _room: OwnedSemaphorePermit,
+    spares: Spares,
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        let mut bytes = std::mem::take(&mut self.bytes);
+        if bytes.capacity() <= SPARE_MAX_BYTES {
+            let mut spares = self.spares.lock().expect("spare buffers");
+            if spares.len() < SPARE_BUFFERS {
+                bytes.clear();
+                spares.push(bytes);
+            }
+        }
+    }
+}
+
+/// The reader's end.
+#[derive(Clone, Debug)]
+pub(crate) struct Forward {
+    batches: mpsc::Sender<Batch>,
+    room: Arc<Semaphore>,
+    capacity: u32,
+    spares: Spares,
+}
+
+/// A queue holding at most `bytes` bytes of batches; a batch larger than
+/// that waits until the queue is empty, then travels alone.
+pub(crate) fn queue(bytes: usize) -> (Forward, mpsc::Receiver<Batch>) {
+    let capacity = bytes.clamp(1, u32::MAX as usize) as u32;
+    // Every batch holds at least one byte of room, so the byte bound also
+    // bounds their number; the channel's own bound only has to be larger.
+    let (batches, receiver) = mpsc::channel(capacity.min(4096) as usize);
+    let forward = Forward {
+        batches,
+        room: Arc::new(Semaphore::new(capacity as usize)),
+        capacity,
+        spares: Spares::default(),
+    };
+    (forward, receiver)
+}
+
+impl Forward {
+    /// Queues `bytes`, waiting for room. False if the writer is gone.
+    pub(crate) async fn send(&self, bytes: Vec<u8>) -> bool {
+        let want = bytes.len().clamp(1, self.capacity as usize) as u32;
+        let Ok(room) = self.room.clone().acquire_many_owned(want).await else {
+            return false;
+        };
+        let batch = Batch {
+            bytes,
+            _room: room,
+            spares: self.spares.clone(),
+        };
+        self.batches.send(batch).await.is_ok()
+    }
+
+    /// An empty buffer for the next batch: one already written, if any.
+    pub(crate) fn buffer(&self) -> Vec<u8> {
+        self.spares
+            .lock()
+            .expect("spare buffers")
+            .pop()
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_queue_holds_its_bytes_and_one_large_batch_alone() {
+        let (forward, mut batches) = queue(10);
+        assert!(forward.send(vec![b'a'; 6]).await);
+        assert!(forward.send(vec![b'b'; 4]).await);
+        // Full: a third waits for room.
+        let waiting = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            forward.send(vec![b'c'; 1]),
+        )
+        .await;
+        assert!(waiting.is_err(), "the queue holds at most 10 bytes");
+        let first = batches.recv().await.expect("a batch");
+        assert_eq!(first.bytes, vec![b'a'; 6]);
+        drop(first);
+        // A batch over the bound waits for the queue to empty, then goes alone.
+        let large = tokio::spawn({
+            let forward = forward.clone();
+            async move { forward.send(vec![b'd'; 100]).await }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert!(!large.is_finished(), "4 bytes still queued");
+        assert_eq!(batches.recv().await.expect("b").bytes.len(), 4);
+        assert!(large.await.expect("join"));
+        assert_eq!(batches.recv().await.expect("d").bytes.len(), 100);
+        drop(batches);
+        assert!(!forward.send(vec![1]).await, "the writer is gone");
+    }
+}
