@@ -119,8 +119,8 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         proxy::run(
             command,
             config,
-            tokio::io::stdin(),
-            tokio::io::stdout(),
+            host_input(),
+            host_output(),
             sink.clone(),
             stop,
         )
@@ -203,4 +203,44 @@ fn parse_clip(text: &str) -> Result<usize, String> {
         ));
     }
     Ok(size)
+}
+
+/// The host's stdin. A pipe (what hosts give their servers) is read
+/// directly through the runtime's reactor; anything else (a file, a
+/// terminal) through tokio's `stdin`, which reads on a blocking thread, one
+/// hand-off per read.
+fn host_input() -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
+    use std::os::fd::AsFd;
+    if let Some(fd) = fifo(std::io::stdin().as_fd())
+        && let Ok(pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+    {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdin())
+}
+
+/// The host's stdout: a pipe is written directly through the reactor,
+/// without the blocking thread tokio's `stdout` hands every write to (a
+/// round trip per write, which held the proxy to half the pipe's pace).
+/// The pipe is made non-blocking for that; its description is shared only
+/// with whoever else holds this end, normally nobody.
+fn host_output() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
+    use std::os::fd::AsFd;
+    if let Some(fd) = fifo(std::io::stdout().as_fd())
+        && let Ok(pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(fd)
+    {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdout())
+}
+
+/// A duplicate of `fd` if it is a pipe.
+fn fifo(fd: std::os::fd::BorrowedFd<'_>) -> Option<std::os::fd::OwnedFd> {
+    use std::os::unix::fs::FileTypeExt;
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    file.metadata()
+        .ok()?
+        .file_type()
+        .is_fifo()
+        .then(|| file.into())
 }
