@@ -33,6 +33,7 @@
 
 mod capture;
 mod config;
+mod dispatch;
 mod metrics;
 pub(crate) mod process;
 mod protocol;
@@ -204,7 +205,7 @@ struct Tasks {
 /// server's process group is killed (see [`ProcessControl`]'s drop).
 struct Handle {
     shared: Arc<Shared>,
-    incoming: tokio::sync::Mutex<mpsc::Receiver<Incoming>>,
+    incoming: tokio::sync::Mutex<dispatch::DispatchReceiver>,
     tasks: Mutex<Tasks>,
     report: tokio::sync::OnceCell<ShutdownReport>,
 }
@@ -271,7 +272,7 @@ impl Session {
         let spawned = process::spawn(command.into())?;
         let pid = spawned.control.pid();
         let (writer_tx, writer_rx) = mpsc::channel(config.writer_queue.max(1));
-        let (dispatch_tx, dispatch_rx) = mpsc::channel(config.dispatcher_capacity.max(1));
+        let (dispatch_tx, dispatch_rx) = dispatch::dispatcher(config.dispatcher_capacity);
         let counters = Arc::new(Counters::default());
         let stderr_capture = Arc::new(Mutex::new(config.stderr_capture.capture()));
         let shared = Arc::new(Shared {
@@ -529,11 +530,14 @@ impl Session {
     /// The next request or notification from the server, in order; `None`
     /// once the server's stdout has ended and everything was taken.
     pub async fn next_incoming(&self) -> Option<Incoming> {
-        let message = self.handle.incoming.lock().await.recv().await;
+        let message = self.handle.incoming.lock().await.next().await;
         // Taking a message made room: the full-dispatcher policy is lifted.
-        self.shared()
-            .dispatcher_overflowing
-            .store(false, Ordering::Relaxed);
+        // (Written only when set: the reader reads it for every message, and
+        // a write each time would bounce its cache line between the cores.)
+        let overflowing = &self.shared().dispatcher_overflowing;
+        if overflowing.load(Ordering::Relaxed) {
+            overflowing.store(false, Ordering::Relaxed);
+        }
         message
     }
 

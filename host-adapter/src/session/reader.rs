@@ -15,9 +15,8 @@ use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
 use tokio::io::AsyncReadExt;
 use tokio::process::ChildStdout;
-use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::{SendTimeoutError, TrySendError};
 
+use super::dispatch::DispatchSender;
 use super::metrics::Counters;
 use super::requests::{CallError, numeric_id};
 use super::{DispatcherFullPolicy, Incoming, OversizePolicy, Shared, response_line};
@@ -31,7 +30,7 @@ pub(crate) const HOST_BUSY: i64 = -32000;
 pub(crate) async fn run(
     mut stdout: ChildStdout,
     mut backend: Box<dyn FramerBackend>,
-    dispatcher: mpsc::Sender<Incoming>,
+    dispatcher: DispatchSender,
     shared: Arc<Shared>,
 ) {
     let mut router = Router {
@@ -62,6 +61,8 @@ pub(crate) async fn run(
         for event in events.drain(..) {
             router.route(event).await;
         }
+        // The messages of one read cross to the caller together.
+        router.dispatcher.flush();
     };
     if ended.is_none() {
         match backend.finish(&mut events) {
@@ -73,6 +74,7 @@ pub(crate) async fn run(
             Err(error) => tracing::warn!(%error, "framer backend failed at end of stream"),
         }
     }
+    router.dispatcher.flush();
     let reason = ended.unwrap_or_else(|| match shared.process.exit_status() {
         Some(status) => format!("server closed stdout and exited ({status})"),
         None => "server closed stdout".to_string(),
@@ -82,7 +84,7 @@ pub(crate) async fn run(
 
 struct Router {
     shared: Arc<Shared>,
-    dispatcher: mpsc::Sender<Incoming>,
+    dispatcher: DispatchSender,
     oversize_seen: u64,
     not_protocol_seen: u64,
     /// The line being discarded, while nobody was failed for it yet: its
@@ -103,19 +105,30 @@ struct Unattributed {
 
 impl Router {
     async fn route(&mut self, event: OwnedEvent) {
-        let shared = self.shared.clone();
-        let counters = &shared.counters;
-        let config = &shared.config;
         match event {
             OwnedEvent::Frame {
                 bytes, envelope, ..
             } => {
+                let counters = &self.shared.counters;
                 Counters::bump(&counters.frames);
                 counters
                     .largest_frame_bytes
                     .fetch_max(bytes.len() as u64, Ordering::Relaxed);
                 self.frame(bytes, envelope).await;
             }
+            other => self.route_rejection(other),
+        }
+    }
+
+    /// Routes everything but a complete message: rejections, stray lines,
+    /// and the ends of rejected lines.
+    fn route_rejection(&mut self, event: OwnedEvent) {
+        let shared = self.shared.clone();
+        let counters = &shared.counters;
+        let config = &shared.config;
+        match event {
+            // Routed by `route`.
+            OwnedEvent::Frame { .. } => {}
             OwnedEvent::Oversize {
                 envelope,
                 looks_like_json,
@@ -350,7 +363,8 @@ impl Router {
                 }
             }
             (Some(method), id) => {
-                let method = String::from_utf8_lossy(&method).into_owned();
+                let method = String::from_utf8(method)
+                    .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
                 self.dispatch(Incoming { method, id, bytes }).await;
             }
             (None, _) => {
@@ -362,29 +376,32 @@ impl Router {
 
     async fn dispatch(&mut self, message: Incoming) {
         let shared = &self.shared;
-        let message = match self.dispatcher.try_send(message) {
+        if self.dispatcher.is_closed() {
+            return;
+        }
+        let message = match self.dispatcher.try_push(message) {
             Ok(()) => {
-                shared
-                    .dispatcher_overflowing
-                    .store(false, Ordering::Relaxed);
+                if shared.dispatcher_overflowing.load(Ordering::Relaxed) {
+                    shared
+                        .dispatcher_overflowing
+                        .store(false, Ordering::Relaxed);
+                }
                 return;
             }
-            Err(TrySendError::Closed(_)) => return,
-            Err(TrySendError::Full(message)) => message,
+            Err(message) => message,
         };
         let message = if shared.dispatcher_overflowing.load(Ordering::Relaxed) {
             message
         } else {
             let started = Instant::now();
-            let sent = self
+            let pushed = self
                 .dispatcher
-                .send_timeout(message, shared.config.dispatcher_wait)
+                .push_within(message, shared.config.dispatcher_wait)
                 .await;
             shared.counters.add_wait(started.elapsed());
-            match sent {
+            match pushed {
                 Ok(()) => return,
-                Err(SendTimeoutError::Closed(_)) => return,
-                Err(SendTimeoutError::Timeout(message)) => message,
+                Err(message) => message,
             }
         };
         shared.dispatcher_overflowing.store(true, Ordering::Relaxed);
