@@ -17,6 +17,12 @@
 //!                             above it), rejected (4 MiB limit), condensed (--clip 256KiB);
 //!                             time to the answer and to the next one (the line drained),
 //!                             and the proxy's peak RSS (VmHWM)
+//! e2e pipe-speed [COUNT]      a server writes COUNT (default 300000) notifications of 100 B,
+//!                             1 KiB and 64 KiB (COUNT/16 of those): the same server drained
+//!                             from a plain pipe, through `drainpipe proxy`, and by the
+//!                             guarded session's reader; messages/s, MB/s, the share of the
+//!                             plain pipe's rate (medians of 5 interleaved rounds), and the
+//!                             proxy's peak RSS (VmHWM)
 //! ```
 
 use std::time::{Duration, Instant};
@@ -307,8 +313,170 @@ async fn main() {
                 );
             }
         }
+        Some("pipe-speed") => {
+            let count: u64 = args.get(1).map_or(300_000, |s| s.parse().expect("COUNT"));
+            pipe_speed(count).await;
+        }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT]"
         ),
     }
+}
+
+/// A server that writes `count` notifications of `size` bytes each (newline
+/// included) as fast as a pipe takes them, then exits.
+fn notifications_child(count: u64, size: usize) -> Command {
+    let head =
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":""#;
+    let tail = r#""}}"#;
+    let padding = "x".repeat(size - 1 - head.len() - tail.len());
+    let mut command = Command::new("sh");
+    command.args([
+        "-c",
+        &format!("yes '{head}{padding}{tail}' | head -n {count}"),
+    ]);
+    command
+}
+
+/// Reads `stdout` to its end; returns the bytes and newlines read.
+async fn drain_counting(mut stdout: impl tokio::io::AsyncRead + Unpin) -> (u64, u64) {
+    let mut buf = vec![0u8; 64 << 10];
+    let (mut bytes, mut lines) = (0u64, 0u64);
+    loop {
+        let n = stdout.read(&mut buf).await.expect("read");
+        if n == 0 {
+            return (bytes, lines);
+        }
+        bytes += n as u64;
+        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+    }
+}
+
+/// The peak RSS (VmHWM) of `pid` so far, in KiB.
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// One run of one path: (messages, bytes, time, the proxy's peak RSS in KiB).
+type Run = (u64, u64, Duration, u64);
+
+async fn pipe_speed(count: u64) {
+    const ROUNDS: usize = 5;
+    let drainpipe = {
+        let fixture = fixture();
+        std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
+    };
+    println!(
+        "| size | path | messages | time (median of {ROUNDS}) | messages/s | MB/s | share of the pipe | peak RSS |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for (size, count) in [
+        (100usize, count),
+        (1024, count),
+        (64 << 10, (count / 16).max(1)),
+    ] {
+        let mut runs: [Vec<Run>; 3] = Default::default();
+        // Interleaved, so a busy moment of the machine hits every path alike.
+        for _ in 0..ROUNDS {
+            runs[0].push(plain_pipe_run(count, size).await);
+            runs[1].push(proxy_run(&drainpipe, count, size).await);
+            runs[2].push(session_run(count, size).await);
+        }
+        let median = |runs: &mut Vec<Run>| {
+            runs.sort_by_key(|run| run.2);
+            runs[runs.len() / 2]
+        };
+        let pipe = median(&mut runs[0]);
+        for (path, runs) in ["plain pipe", "drainpipe proxy", "guarded session"]
+            .into_iter()
+            .zip(runs.iter_mut())
+        {
+            let (lines, bytes, took, _) = median(runs);
+            let peak = runs.iter().map(|run| run.3).max().unwrap_or(0);
+            println!(
+                "| {size} B | {path} | {lines} | {took:.2?} | {:.0} k | {:.0} | {:.0}% | {} |",
+                lines as f64 / took.as_secs_f64() / 1e3,
+                bytes as f64 / took.as_secs_f64() / 1e6,
+                100.0 * pipe.2.as_secs_f64() / took.as_secs_f64(),
+                if peak > 0 {
+                    format!("{:.1} MiB", peak as f64 / 1024.0)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+}
+
+/// `server | cat`: the server's stdout read here, as fast as it comes.
+async fn plain_pipe_run(count: u64, size: usize) -> Run {
+    let started = Instant::now();
+    let mut child = notifications_child(count, size)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh");
+    let (bytes, lines) = drain_counting(child.stdout.take().expect("piped")).await;
+    child.wait().await.expect("wait");
+    (lines, bytes, started.elapsed(), 0)
+}
+
+/// `drainpipe proxy -- server`, strict validation on (the default), its
+/// stdout read here; the proxy's VmHWM sampled every 5 ms.
+async fn proxy_run(drainpipe: &std::path::Path, count: u64, size: usize) -> Run {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let server = notifications_child(count, size);
+    let server = server.as_std();
+    let started = Instant::now();
+    let mut child = Command::new(drainpipe)
+        .args(["proxy", "--metrics", "none", "--"])
+        .arg(server.get_program())
+        .args(server.get_args())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("drainpipe proxy");
+    let pid = child.id().expect("pid");
+    let stdin = child.stdin.take();
+    let peak = std::sync::Arc::new(AtomicU64::new(0));
+    let watch = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = peak_rss_kib(pid);
+                if now == 0 {
+                    break;
+                }
+                peak.fetch_max(now, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+    let (bytes, lines) = drain_counting(child.stdout.take().expect("piped")).await;
+    let took = started.elapsed();
+    drop(stdin);
+    child.wait().await.expect("wait");
+    watch.abort();
+    (lines, bytes, took, peak.load(Ordering::Relaxed))
+}
+
+/// The guarded session's reader and dispatcher, every message taken with
+/// `next_incoming`.
+async fn session_run(count: u64, size: usize) -> Run {
+    let started = Instant::now();
+    let session =
+        Session::spawn(notifications_child(count, size), config("native", 4 << 20)).expect("spawn");
+    let mut lines = 0u64;
+    while session.next_incoming().await.is_some() {
+        lines += 1;
+    }
+    let took = started.elapsed();
+    let bytes = session.metrics().stdout_bytes;
+    session.shutdown().await;
+    (lines, bytes, took, 0)
 }

@@ -4,7 +4,7 @@
 //! stderr) and what it must not change (order, payloads, cancellation
 //! reaching the work, nothing left running at the end).
 
-use drainpipe_host::session::{CallError, Session};
+use drainpipe_host::session::{CallError, Session, SessionConfig};
 use drainpipe_release::peers::{self, command, proxy_argv};
 use drainpipe_release::procs::{DescendantWatch, assert_all_gone, descendants};
 use drainpipe_release::*;
@@ -259,4 +259,47 @@ async fn the_sdk_close_sequence_leaves_no_orphan() {
             "ended in time"
         }
     );
+}
+
+/// Many small messages, as a server that logs freely writes them: every one
+/// passes, whole and in order, though the proxy forwards them one batch per
+/// read and the session hands them to its caller in batches too; the
+/// session's dispatcher is kept small, so its reader waits for room often.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_small_messages_passes_whole_and_in_order() {
+    const COUNT: u64 = 200_000;
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let script = format!(
+        r#"seq 1 {COUNT} | sed 's/.*/{{"jsonrpc":"2.0","method":"notifications\/message","params":{{"level":"info","data":&}}}}/'"#
+    );
+    let server = vec!["sh".to_string(), "-c".to_string(), script];
+    let argv = proxy_argv(&drainpipe, &["--metrics", "none"], &server);
+    let config = SessionConfig {
+        dispatcher_capacity: 64,
+        dispatcher_wait: std::time::Duration::from_secs(10),
+        ..SessionConfig::default()
+    };
+    let session = Session::spawn(command(&argv), config).expect("spawn the proxy");
+    within(120, "the flood through the proxy", async {
+        for n in 1..=COUNT {
+            let message = session
+                .next_incoming()
+                .await
+                .unwrap_or_else(|| panic!("the stream ended after {} messages", n - 1));
+            let value = message.json().expect("JSON");
+            assert_eq!(value["params"]["data"], json!(n), "message {n} in order");
+            assert_eq!(message.method, "notifications/message");
+        }
+        assert!(session.next_incoming().await.is_none(), "nothing more");
+    })
+    .await;
+    let metrics = session.metrics();
+    assert_eq!(metrics.frames, COUNT);
+    assert_eq!(
+        metrics.dispatcher_overflows, 0,
+        "the reader waited, never refused"
+    );
+    session.shutdown().await;
 }
