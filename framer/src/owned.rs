@@ -106,6 +106,69 @@ pub enum OwnedEvent {
     },
 }
 
+impl OwnedEvent {
+    /// The borrowed form (a frame's `chunk_start` is `None`: it lies in no
+    /// chunk).
+    pub fn as_event(&self) -> Event<'_> {
+        match self {
+            OwnedEvent::Frame {
+                offset,
+                bytes,
+                envelope,
+            } => Event::Frame(crate::Frame {
+                bytes,
+                offset: *offset,
+                chunk_start: None,
+                envelope: envelope.as_envelope(),
+            }),
+            OwnedEvent::Oversize {
+                offset,
+                looks_like_json,
+                envelope,
+            } => Event::Oversize {
+                offset: *offset,
+                looks_like_json: *looks_like_json,
+                envelope: envelope.as_envelope(),
+            },
+            OwnedEvent::Malformed {
+                offset,
+                error,
+                envelope,
+            } => Event::Malformed {
+                offset: *offset,
+                error: *error,
+                envelope: envelope.as_envelope(),
+            },
+            OwnedEvent::Discarded {
+                offset,
+                len,
+                at_eof,
+                envelope,
+                well_formed,
+            } => Event::Discarded {
+                offset: *offset,
+                len: *len,
+                at_eof: *at_eof,
+                envelope: envelope.as_envelope(),
+                well_formed: *well_formed,
+            },
+            OwnedEvent::NotProtocol { offset, line } => Event::NotProtocol {
+                offset: *offset,
+                line,
+            },
+            OwnedEvent::Truncated {
+                offset,
+                len,
+                envelope,
+            } => Event::Truncated {
+                offset: *offset,
+                len: *len,
+                envelope: envelope.as_envelope(),
+            },
+        }
+    }
+}
+
 impl From<Event<'_>> for OwnedEvent {
     fn from(event: Event<'_>) -> Self {
         match event {
@@ -158,6 +221,41 @@ impl From<Event<'_>> for OwnedEvent {
                 len,
                 envelope: envelope.into(),
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Framer};
+
+    /// Every kind of event survives the trip to owned and back.
+    #[test]
+    fn owned_events_borrow_back_to_themselves() {
+        let config = Config::default().with_max_frame_bytes(64);
+        let mut framer = Framer::new(config);
+        let mut events = Vec::new();
+        let input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"m\"}\n\
+            {\"id\":7,\"result\":{\"text\":\"this line is longer than the limit of sixty-four bytes\"}}\n\
+            {\"id\":8,\"result\":[}\n\
+            not protocol\n\
+            {\"id\":9,\"res";
+        framer.push(input, |event| events.push(OwnedEvent::from(event)));
+        framer.finish(|event| events.push(OwnedEvent::from(event)));
+        let mut kinds = Vec::new();
+        for kind in events.iter().map(core::mem::discriminant) {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        assert_eq!(
+            kinds.len(),
+            6,
+            "frame, oversize, discarded, malformed, stray, truncated: {events:?}"
+        );
+        for event in &events {
+            assert_eq!(&OwnedEvent::from(event.as_event()), event);
         }
     }
 }

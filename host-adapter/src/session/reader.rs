@@ -13,6 +13,7 @@ use std::time::Instant;
 
 use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
+use drainpipe_framer::{Envelope, Event, Id};
 use tokio::io::AsyncReadExt;
 use tokio::process::ChildStdout;
 
@@ -43,7 +44,9 @@ pub(crate) async fn run(
     };
     let mut position = 0u64;
     let mut chunk = vec![0u8; shared.config.read_chunk_bytes.max(1)];
-    let mut events = Vec::new();
+    // Messages for the dispatcher that found no room while the read was
+    // routed (routing never waits); dispatched, waiting, right after it.
+    let mut overflow: Vec<Incoming> = Vec::new();
     let ended = loop {
         let n = match stdout.read(&mut chunk).await {
             Ok(0) => break None,
@@ -53,25 +56,27 @@ pub(crate) async fn run(
         Counters::add(&shared.counters.stdout_bytes, n as u64);
         router.tap(&chunk[..n], position);
         position += n as u64;
-        if let Err(error) = backend.push(&chunk[..n], &mut events) {
+        let pushed = backend.push_each(&chunk[..n], &mut |event| {
+            router.on_event(event, &mut overflow)
+        });
+        if let Err(error) = pushed {
             // The backend is unusable; keep nothing more from this server.
             shared.kill(&error.to_string());
             break Some(error.to_string());
         }
-        for event in events.drain(..) {
-            router.route(event).await;
+        for message in overflow.drain(..) {
+            router.dispatch(message).await;
         }
         // The messages of one read cross to the caller together.
         router.dispatcher.flush();
     };
     if ended.is_none() {
-        match backend.finish(&mut events) {
-            Ok(()) => {
-                for event in events.drain(..) {
-                    router.route(event).await;
-                }
-            }
-            Err(error) => tracing::warn!(%error, "framer backend failed at end of stream"),
+        let finished = backend.finish_each(&mut |event| router.on_event(event, &mut overflow));
+        if let Err(error) = finished {
+            tracing::warn!(%error, "framer backend failed at end of stream");
+        }
+        for message in overflow.drain(..) {
+            router.dispatch(message).await;
         }
     }
     router.dispatcher.flush();
@@ -104,19 +109,19 @@ struct Unattributed {
 }
 
 impl Router {
-    async fn route(&mut self, event: OwnedEvent) {
+    /// Routes one event. Never waits: a message for a full dispatcher is
+    /// put in `overflow`, and so is every one after it.
+    fn on_event(&mut self, event: Event<'_>, overflow: &mut Vec<Incoming>) {
         match event {
-            OwnedEvent::Frame {
-                bytes, envelope, ..
-            } => {
+            Event::Frame(frame) => {
                 let counters = &self.shared.counters;
                 Counters::bump(&counters.frames);
                 counters
                     .largest_frame_bytes
-                    .fetch_max(bytes.len() as u64, Ordering::Relaxed);
-                self.frame(bytes, envelope).await;
+                    .fetch_max(frame.bytes.len() as u64, Ordering::Relaxed);
+                self.frame(frame.bytes, &frame.envelope, overflow);
             }
-            other => self.route_rejection(other),
+            other => self.route_rejection(other.into()),
         }
     }
 
@@ -127,7 +132,7 @@ impl Router {
         let counters = &shared.counters;
         let config = &shared.config;
         match event {
-            // Routed by `route`.
+            // Routed by `on_event`.
             OwnedEvent::Frame { .. } => {}
             OwnedEvent::Oversize {
                 envelope,
@@ -338,20 +343,21 @@ impl Router {
         }
     }
 
-    async fn frame(&mut self, bytes: Vec<u8>, envelope: OwnedEnvelope) {
+    fn frame(&mut self, bytes: &[u8], envelope: &Envelope<'_>, overflow: &mut Vec<Incoming>) {
         let shared = &self.shared;
         match (envelope.method, envelope.id) {
             (None, id) if envelope.has_result || envelope.has_error => {
-                let delivered = match id.as_ref().and_then(our_id) {
+                let ours = id.as_ref().and_then(borrowed_our_id);
+                let delivered = match ours {
                     Some(id) => shared
                         .pending
                         .lock()
                         .expect("pending map")
-                        .complete(id, Ok(bytes)),
+                        .complete(id, Ok(bytes.to_vec())),
                     None => false,
                 };
                 if !delivered {
-                    if let Some(id) = id.as_ref().and_then(our_id) {
+                    if let Some(id) = ours {
                         shared
                             .pending
                             .lock()
@@ -363,9 +369,16 @@ impl Router {
                 }
             }
             (Some(method), id) => {
-                let method = String::from_utf8(method)
-                    .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
-                self.dispatch(Incoming { method, id, bytes }).await;
+                let message = Incoming {
+                    method: String::from_utf8_lossy(method).into_owned(),
+                    id: id.map(owned_id),
+                    bytes: bytes.to_vec(),
+                };
+                if !overflow.is_empty() {
+                    overflow.push(message);
+                } else if let Err(message) = self.try_dispatch(message) {
+                    overflow.push(message);
+                }
             }
             (None, _) => {
                 Counters::bump(&shared.counters.unroutable_frames);
@@ -374,22 +387,28 @@ impl Router {
         }
     }
 
-    async fn dispatch(&mut self, message: Incoming) {
-        let shared = &self.shared;
+    /// Hands `message` to the dispatcher if it has room (or drops it if
+    /// nobody takes messages any more); gives it back if it has none.
+    fn try_dispatch(&mut self, message: Incoming) -> Result<(), Incoming> {
         if self.dispatcher.is_closed() {
-            return;
+            return Ok(());
         }
-        let message = match self.dispatcher.try_push(message) {
-            Ok(()) => {
-                if shared.dispatcher_overflowing.load(Ordering::Relaxed) {
-                    shared
-                        .dispatcher_overflowing
-                        .store(false, Ordering::Relaxed);
-                }
-                return;
-            }
+        self.dispatcher.try_push(message)?;
+        let overflowing = &self.shared.dispatcher_overflowing;
+        if overflowing.load(Ordering::Relaxed) {
+            overflowing.store(false, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Dispatches `message`, waiting for room (once, then the full-
+    /// dispatcher policy applies).
+    async fn dispatch(&mut self, message: Incoming) {
+        let message = match self.try_dispatch(message) {
+            Ok(()) => return,
             Err(message) => message,
         };
+        let shared = &self.shared;
         let message = if shared.dispatcher_overflowing.load(Ordering::Relaxed) {
             message
         } else {
@@ -433,6 +452,22 @@ impl Router {
             ));
         }
         tracing::warn!(method = %message.method, "dispatcher full: server message refused");
+    }
+}
+
+/// The numeric id this session would have issued, if `id` is one.
+fn borrowed_our_id(id: &Id<'_>) -> Option<u64> {
+    match id {
+        Id::Number(raw) => numeric_id(raw),
+        _ => None,
+    }
+}
+
+fn owned_id(id: Id<'_>) -> OwnedId {
+    match id {
+        Id::Number(raw) => OwnedId::Number(raw.to_vec()),
+        Id::String(raw) => OwnedId::String(raw.to_vec()),
+        Id::Null => OwnedId::Null,
     }
 }
 
