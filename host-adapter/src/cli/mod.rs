@@ -4,6 +4,7 @@
 pub(crate) mod check;
 pub(crate) mod demo;
 pub(crate) mod frame;
+pub(crate) mod install;
 pub(crate) mod proxy;
 pub(crate) mod size;
 

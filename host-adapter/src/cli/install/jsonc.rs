@@ -1,0 +1,1183 @@
+//! Editing JSON and JSON-with-comments configuration files in place.
+//!
+//! The file is parsed with `jsonc-parser`'s AST, which gives the byte range
+//! of every value and property, comments and trailing commas allowed. The
+//! edit is then a handful of text splices at those ranges: the `command`
+//! value is replaced, the new words are inserted in front of the first
+//! element of `args` (or a new `args` property is inserted after `command`),
+//! and nothing else in the file is touched. So comments, key order,
+//! indentation, line endings and the spelling of every other value stay as
+//! they were.
+//!
+//! Why not `jsonc-parser`'s own CST editor (feature `cst`): it was tried and
+//! reformats what it touches. Inserting into a one-line array left runs of
+//! spaces (`["proxy", "--", "npx",   "-y"]`), adding a property to a one-line
+//! object made it multi-line, and removing elements left the whitespace of
+//! the removed ones behind. Splicing keeps the file as its owner wrote it, and
+//! makes `uninstall` the exact inverse of `install`.
+//!
+//! After every edit the new text is parsed again and compared, as data, with
+//! the old data plus the intended change; a mismatch is an error and nothing
+//! is written.
+//!
+//! Accepted input: JSON, comments (`//`, `/* */`), trailing commas, and the
+//! JSON5 liberties `jsonc-parser` allows (unquoted keys, single quotes, hex
+//! numbers). A missing comma between members is refused even though the
+//! parser could accept it: no host reads such a file, and the splices rely
+//! on commas being where JSON puts them. A UTF-8 byte order mark is kept.
+
+use jsonc_parser::ast::{Array, Object, ObjectProp, Value};
+use jsonc_parser::common::Ranged;
+use jsonc_parser::{CollectOptions, ParseOptions};
+use serde_json::Value as Json;
+
+use super::wrap::{
+    Action, Edit, EditError, ParseError, ServerReport, Wrapper, original_command_index,
+    show_command, wrapper_of,
+};
+
+/// Which JSON layout a file uses for its servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// A top-level `mcpServers` map (Claude Desktop, Claude Code, Cursor,
+    /// Windsurf, Gemini CLI), plus the per-project maps of `~/.claude.json`:
+    /// `projects.<path>.mcpServers`.
+    McpServers,
+    /// VS Code's `mcp.json`: a top-level `servers` map.
+    VsCode,
+    /// Zed's `settings.json`: a top-level `context_servers` map, whose
+    /// entries have `command` as a string (current Zed) or as an object
+    /// `{path, args, env}` (older Zed).
+    Zed,
+}
+
+/// `install`: wraps every stdio server of the file's server maps.
+pub(crate) fn wrap(text: &str, dialect: Dialect, wrapper: &Wrapper) -> Result<Edit, EditError> {
+    edit(text, dialect, wrapper, Mode::Wrap)
+}
+
+/// `uninstall`: takes drainpipe away from every wrapped server.
+pub(crate) fn unwrap(text: &str, dialect: Dialect, wrapper: &Wrapper) -> Result<Edit, EditError> {
+    edit(text, dialect, wrapper, Mode::Unwrap)
+}
+
+/// The server maps a file holds at its top level (for telling formats
+/// apart): one dialect per kind of map found, in a fixed order.
+pub(crate) fn dialects_present(text: &str) -> Result<Vec<Dialect>, ParseError> {
+    let (_, body) = split_bom(text);
+    let root = parse(body)?;
+    let Some(Value::Object(root)) = &root else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    if sections(root, Dialect::McpServers).next().is_some() {
+        found.push(Dialect::McpServers);
+    }
+    if get(root, "servers").is_some() {
+        found.push(Dialect::VsCode);
+    }
+    if get(root, "context_servers").is_some() {
+        found.push(Dialect::Zed);
+    }
+    Ok(found)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Wrap,
+    Unwrap,
+}
+
+/// Replace `start..end` of the text with `text` (an insertion when empty).
+#[derive(Debug)]
+struct Splice {
+    start: usize,
+    end: usize,
+    text: String,
+}
+
+impl Splice {
+    fn insert(at: usize, text: impl Into<String>) -> Self {
+        Splice {
+            start: at,
+            end: at,
+            text: text.into(),
+        }
+    }
+
+    fn replace(start: usize, end: usize, text: impl Into<String>) -> Self {
+        Splice {
+            start,
+            end,
+            text: text.into(),
+        }
+    }
+
+    fn delete(start: usize, end: usize) -> Self {
+        Splice::replace(start, end, "")
+    }
+}
+
+/// An entry's new `command` and `args`, for the check after the edit.
+struct Change {
+    /// Keys from the root to the object that holds `command` and `args`.
+    path: Vec<String>,
+    command_key: &'static str,
+    command: String,
+    /// `None`: `args` removed.
+    args: Option<Vec<String>>,
+}
+
+/// A stdio server entry found in the file.
+struct Target<'t, 'a> {
+    /// The object that holds the command and its arguments (the entry, or
+    /// the object under an older Zed entry's `command`).
+    object: &'t Object<'a>,
+    command_key: &'static str,
+    command_prop: &'t ObjectProp<'a>,
+    command: String,
+    args_prop: Option<&'t ObjectProp<'a>>,
+    args_array: Option<&'t Array<'a>>,
+    args: Vec<String>,
+    /// Keys from the root to `object`.
+    path: Vec<String>,
+}
+
+fn edit(text: &str, dialect: Dialect, wrapper: &Wrapper, mode: Mode) -> Result<Edit, EditError> {
+    let (bom, body) = split_bom(text);
+    // Positions are counted after the byte order mark, as editors show them.
+    let root = parse(body).map_err(EditError::Parse)?;
+    let root = match &root {
+        None => {
+            return Ok(Edit {
+                text: text.to_string(),
+                servers: Vec::new(),
+            });
+        }
+        Some(Value::Object(root)) => root,
+        Some(_) => {
+            return Err(EditError::Parse(ParseError::at(
+                body,
+                0,
+                "the file is not a JSON object",
+            )));
+        }
+    };
+    let newline = if body.contains("\r\n") { "\r\n" } else { "\n" };
+    let mut splices = Vec::new();
+    let mut servers = Vec::new();
+    let mut changes = Vec::new();
+    for (scope, section_path, section) in sections(root, dialect) {
+        for entry in &section.properties {
+            let name = entry.name.as_str().to_string();
+            let mut path = section_path.clone();
+            path.push(name.clone());
+            let target = match classify(&entry.value, dialect, path) {
+                Ok(target) => target,
+                Err((action, detail)) => {
+                    servers.push(ServerReport {
+                        scope: scope.clone(),
+                        name,
+                        action,
+                        detail,
+                        wrapper: None,
+                    });
+                    continue;
+                }
+            };
+            let (action, detail) = match mode {
+                Mode::Wrap => {
+                    wrap_entry(body, newline, &target, wrapper, &mut splices, &mut changes)
+                }
+                Mode::Unwrap => unwrap_entry(body, &target, wrapper, &mut splices, &mut changes),
+            };
+            let wrapper = match action {
+                Action::Unwrapped => original_command_index(&target.args)
+                    .ok()
+                    .map(|at| wrapper_of(&target.command, &target.args, at)),
+                _ => None,
+            };
+            servers.push(ServerReport {
+                scope: scope.clone(),
+                name,
+                action,
+                detail,
+                wrapper,
+            });
+        }
+    }
+    if splices.is_empty() {
+        return Ok(Edit {
+            text: text.to_string(),
+            servers,
+        });
+    }
+    let new_body = apply(body, splices);
+    check(body, &new_body, &changes)?;
+    Ok(Edit {
+        text: format!("{bom}{new_body}"),
+        servers,
+    })
+}
+
+fn wrap_entry(
+    body: &str,
+    newline: &str,
+    target: &Target<'_, '_>,
+    wrapper: &Wrapper,
+    splices: &mut Vec<Splice>,
+    changes: &mut Vec<Change>,
+) -> (Action, String) {
+    if wrapper.is_wrapped(&target.command, &target.args) {
+        return (
+            Action::AlreadyWrapped,
+            show_command(&target.command, &target.args),
+        );
+    }
+    let detail = show_command(&target.command, &target.args);
+    let command_range = &target.command_prop.value.range();
+    splices.push(Splice::replace(
+        command_range.start,
+        command_range.end,
+        quote(&wrapper.command),
+    ));
+    // The original command goes in as it was spelled in the file, so that
+    // taking it back out restores the same bytes.
+    let mut words: Vec<String> = wrapper.prefix().iter().map(|word| quote(word)).collect();
+    words.push(body[command_range.start..command_range.end].to_string());
+    match target.args_array {
+        Some(array) if !array.elements.is_empty() => {
+            let separator = element_separator(body, newline, array);
+            let mut text = words.join(&separator);
+            text.push_str(&separator);
+            splices.push(Splice::insert(array.elements[0].range().start, text));
+        }
+        Some(array) => {
+            splices.push(Splice::insert(array.range.start + 1, words.join(", ")));
+        }
+        None => splices.extend(insert_args_after(
+            body,
+            newline,
+            target.command_prop,
+            &format!("\"args\": [{}]", words.join(", ")),
+        )),
+    }
+    let mut args = wrapper.prefix();
+    args.push(target.command.clone());
+    args.extend(target.args.iter().cloned());
+    changes.push(Change {
+        path: target.path.clone(),
+        command_key: target.command_key,
+        command: wrapper.command.clone(),
+        args: Some(args),
+    });
+    (Action::Wrapped, detail)
+}
+
+fn unwrap_entry(
+    body: &str,
+    target: &Target<'_, '_>,
+    wrapper: &Wrapper,
+    splices: &mut Vec<Splice>,
+    changes: &mut Vec<Change>,
+) -> (Action, String) {
+    let shown = show_command(&target.command, &target.args);
+    if !wrapper.is_wrapped(&target.command, &target.args) {
+        return (Action::NotWrapped, shown);
+    }
+    let at = match original_command_index(&target.args) {
+        Ok(at) => at,
+        Err(reason) => return (Action::Skipped(format!("cannot unwrap: {reason}")), shown),
+    };
+    let (Some(array), Some(args_prop)) = (target.args_array, target.args_prop) else {
+        unreachable!("a wrapped entry has arguments");
+    };
+    let elements = &array.elements;
+    let command_range = target.command_prop.value.range();
+    let original = elements[at].range();
+    splices.push(Splice::replace(
+        command_range.start,
+        command_range.end,
+        body[original.start..original.end].to_string(),
+    ));
+    let rest = target.args[at + 1..].to_vec();
+    if at + 1 < elements.len() {
+        splices.push(Splice::delete(
+            elements[0].range().start,
+            elements[at + 1].range().start,
+        ));
+    } else {
+        // Nothing of the server's own arguments is left: drop the property,
+        // as `install` adds one to an entry that had none.
+        splices.extend(remove_property(body, target.object, args_prop));
+    }
+    changes.push(Change {
+        path: target.path.clone(),
+        command_key: target.command_key,
+        command: target.args[at].clone(),
+        args: if rest.is_empty() { None } else { Some(rest) },
+    });
+    (
+        Action::Unwrapped,
+        show_command(&target.args[at], &target.args[at + 1..]),
+    )
+}
+
+/// Sorts out an entry: a stdio server to edit, or why it is left alone.
+fn classify<'t, 'a>(
+    value: &'t Value<'a>,
+    dialect: Dialect,
+    mut path: Vec<String>,
+) -> Result<Target<'t, 'a>, (Action, String)> {
+    let Value::Object(entry) = value else {
+        return Err((Action::Skipped("not an object".into()), String::new()));
+    };
+    for key in ["url", "httpUrl", "serverUrl"] {
+        if let Some(prop) = get(entry, key) {
+            let shown = match &prop.value {
+                Value::StringLit(url) => url.value.to_string(),
+                _ => key.to_string(),
+            };
+            return Err((Action::Remote, shown));
+        }
+    }
+    if let Some(prop) = get(entry, "type") {
+        match &prop.value {
+            Value::StringLit(kind) if kind.value == "stdio" => {}
+            Value::StringLit(kind) => {
+                return Err((Action::Remote, format!("type {}", kind.value)));
+            }
+            _ => {
+                return Err((
+                    Action::Skipped("`type` is not a string".into()),
+                    String::new(),
+                ));
+            }
+        }
+    }
+    let Some(command_prop) = get(entry, "command") else {
+        return Err((Action::Skipped("no command".into()), String::new()));
+    };
+    let (object, command_key, command_prop) = match &command_prop.value {
+        Value::StringLit(_) => (entry, "command", command_prop),
+        // Older Zed: "command": { "path": …, "args": […], "env": {…} }.
+        Value::Object(inner) if dialect == Dialect::Zed => {
+            path.push("command".to_string());
+            match get(inner, "path") {
+                Some(prop) => (inner, "path", prop),
+                None => return Err((Action::Skipped("no command path".into()), String::new())),
+            }
+        }
+        _ => {
+            return Err((
+                Action::Skipped("command is not a string".into()),
+                String::new(),
+            ));
+        }
+    };
+    let Value::StringLit(command) = &command_prop.value else {
+        return Err((
+            Action::Skipped("command path is not a string".into()),
+            String::new(),
+        ));
+    };
+    let command = command.value.to_string();
+    let args_prop = get(object, "args");
+    let (args_array, args) = match args_prop.map(|prop| &prop.value) {
+        None => (None, Vec::new()),
+        Some(Value::Array(array)) => {
+            let mut args = Vec::with_capacity(array.elements.len());
+            for element in &array.elements {
+                match element {
+                    Value::StringLit(word) => args.push(word.value.to_string()),
+                    _ => {
+                        return Err((
+                            Action::Skipped("args holds something other than strings".into()),
+                            command,
+                        ));
+                    }
+                }
+            }
+            (Some(array), args)
+        }
+        Some(_) => {
+            return Err((Action::Skipped("args is not a list".into()), command));
+        }
+    };
+    Ok(Target {
+        object,
+        command_key,
+        command_prop,
+        command,
+        args_prop,
+        args_array,
+        args,
+        path,
+    })
+}
+
+/// The server maps of a file, each with its scope and its path from the
+/// root.
+fn sections<'t, 'a>(
+    root: &'t Object<'a>,
+    dialect: Dialect,
+) -> impl Iterator<Item = (Option<String>, Vec<String>, &'t Object<'a>)> + 't {
+    let top_key = match dialect {
+        Dialect::McpServers => "mcpServers",
+        Dialect::VsCode => "servers",
+        Dialect::Zed => "context_servers",
+    };
+    let top = match get(root, top_key).map(|prop| &prop.value) {
+        Some(Value::Object(map)) => Some((None, vec![top_key.to_string()], map)),
+        _ => None,
+    };
+    let projects = match (dialect, get(root, "projects").map(|prop| &prop.value)) {
+        (Dialect::McpServers, Some(Value::Object(projects))) => projects.properties.as_slice(),
+        _ => &[],
+    };
+    let per_project = projects.iter().filter_map(|project| {
+        let Value::Object(settings) = &project.value else {
+            return None;
+        };
+        match get(settings, "mcpServers").map(|prop| &prop.value) {
+            Some(Value::Object(map)) => {
+                let name = project.name.as_str().to_string();
+                Some((
+                    Some(name.clone()),
+                    vec!["projects".to_string(), name, "mcpServers".to_string()],
+                    map,
+                ))
+            }
+            _ => None,
+        }
+    });
+    top.into_iter().chain(per_project)
+}
+
+/// The property named `key`; the last one if the name repeats, as a JSON
+/// reader keeps the last.
+fn get<'t, 'a>(object: &'t Object<'a>, key: &str) -> Option<&'t ObjectProp<'a>> {
+    object
+        .properties
+        .iter()
+        .rev()
+        .find(|prop| prop.name.as_str() == key)
+}
+
+fn parse(body: &str) -> Result<Option<Value<'_>>, ParseError> {
+    let options = ParseOptions {
+        allow_missing_commas: false,
+        ..ParseOptions::default()
+    };
+    jsonc_parser::parse_to_ast(body, &CollectOptions::default(), &options)
+        .map(|result| result.value)
+        .map_err(|error| ParseError {
+            line: error.line_display(),
+            column: error.column_display(),
+            message: error.kind().to_string(),
+        })
+}
+
+/// The byte order mark, if any, and the text after it.
+fn split_bom(text: &str) -> (&str, &str) {
+    match text.strip_prefix('\u{feff}') {
+        Some(body) => (&text[..3], body),
+        None => ("", text),
+    }
+}
+
+/// A JSON string literal for `word`.
+fn quote(word: &str) -> String {
+    serde_json::to_string(word).expect("a string serialises")
+}
+
+/// What goes between two inserted elements of `array`, in the array's own
+/// style: one element per line at the first element's indentation when the
+/// first element is on a line of its own, else the separator between the
+/// first two elements when that is a comma and spaces, else `, `.
+fn element_separator(body: &str, newline: &str, array: &Array<'_>) -> String {
+    let first = array.elements[0].range();
+    if body[array.range.start + 1..first.start].contains('\n') {
+        let indent = &body[line_start(body, first.start)..first.start];
+        if is_blank(indent) {
+            return format!(",{newline}{indent}");
+        }
+    } else if let Some(second) = array.elements.get(1) {
+        let between = &body[first.end..second.range().start];
+        if let Some(spaces) = between.strip_prefix(',')
+            && is_blank(spaces)
+        {
+            return between.to_string();
+        }
+    }
+    ", ".to_string()
+}
+
+/// The splices that add `property` (`"args": […]`) right after
+/// `command_prop`: on a line of its own at the same indentation when the
+/// command is on a line of its own (after any comment that ends that line),
+/// else on the same line, `, "args": […]`.
+fn insert_args_after(
+    body: &str,
+    newline: &str,
+    command_prop: &ObjectProp<'_>,
+    property: &str,
+) -> Vec<Splice> {
+    let value_end = command_prop.value.range().end;
+    let line = line_start(body, command_prop.range.start);
+    let indent = &body[line..command_prop.range.start];
+    if is_blank(indent) {
+        let after = skip_spaces(body, value_end);
+        if body[after..].starts_with(',') {
+            let end = skip_spaces(body, skip_line_comment(body, skip_spaces(body, after + 1)));
+            if at_line_end(body, end) {
+                return vec![Splice::insert(end, format!("{newline}{indent}{property},"))];
+            }
+        } else {
+            let end = skip_spaces(body, skip_line_comment(body, after));
+            if at_line_end(body, end) && body[skip_trivia(body, value_end)..].starts_with('}') {
+                return vec![
+                    Splice::insert(value_end, ","),
+                    Splice::insert(end, format!("{newline}{indent}{property}")),
+                ];
+            }
+        }
+    }
+    vec![Splice::insert(value_end, format!(", {property}"))]
+}
+
+/// The splices that remove `prop` from `object` with its comma: the whole
+/// line when the property has a line to itself, else just the property and
+/// one comma. The inverse of [`insert_args_after`].
+fn remove_property(body: &str, object: &Object<'_>, prop: &ObjectProp<'_>) -> Vec<Splice> {
+    let start = prop.range.start;
+    let end = prop.range.end;
+    let own_line = is_blank(&body[line_start(body, start)..start]);
+    let after = skip_trivia(body, end);
+    if body[after..].starts_with(',') && !body[end..after].contains('\n') {
+        let rest = skip_spaces(body, after + 1);
+        if own_line && at_line_end(body, rest) {
+            return vec![Splice::delete(
+                line_start(body, start),
+                next_line_start(body, rest),
+            )];
+        }
+        return vec![Splice::delete(start, rest)];
+    }
+    let previous = object
+        .properties
+        .iter()
+        .take_while(|other| other.range.start < start)
+        .last();
+    let Some(previous) = previous else {
+        // The only property: nothing to keep apart from it.
+        return vec![Splice::delete(start, end)];
+    };
+    let comma = skip_trivia(body, previous.range.end);
+    debug_assert!(body[comma..].starts_with(','));
+    let rest = skip_spaces(body, end);
+    if own_line && at_line_end(body, rest) {
+        vec![
+            Splice::delete(comma, comma + 1),
+            Splice::delete(line_start(body, start), next_line_start(body, rest)),
+        ]
+    } else {
+        vec![Splice::delete(comma, end)]
+    }
+}
+
+/// Applies non-overlapping splices.
+fn apply(body: &str, mut splices: Vec<Splice>) -> String {
+    splices.sort_by_key(|splice| (splice.start, splice.end));
+    let mut out = String::with_capacity(body.len() + 256);
+    let mut at = 0;
+    for splice in &splices {
+        assert!(splice.start >= at, "overlapping splices: {splices:?}");
+        out.push_str(&body[at..splice.start]);
+        out.push_str(&splice.text);
+        at = splice.end;
+    }
+    out.push_str(&body[at..]);
+    out
+}
+
+/// Parses the edited text and compares it, as data, with the original data
+/// plus the intended changes.
+fn check(before: &str, after: &str, changes: &[Change]) -> Result<(), EditError> {
+    let parsed = |text: &str| -> Result<Json, EditError> {
+        parse(text)
+            .map(|value| value.as_ref().map_or(Json::Null, data))
+            .map_err(|error| EditError::Check(format!("the edited file does not parse: {error}")))
+    };
+    let mut expected = parsed(before)?;
+    for change in changes {
+        let mut object = &mut expected;
+        for key in &change.path {
+            object = &mut object[key.as_str()];
+        }
+        let Some(map) = object.as_object_mut() else {
+            return Err(EditError::Check(format!(
+                "no object at {}",
+                change.path.join(".")
+            )));
+        };
+        map.insert(
+            change.command_key.to_string(),
+            Json::String(change.command.clone()),
+        );
+        match &change.args {
+            Some(args) => map.insert("args".to_string(), Json::from(args.clone())),
+            None => map.remove("args"),
+        };
+    }
+    let actual = parsed(after)?;
+    if actual != expected {
+        return Err(EditError::Check(
+            "the edited file does not hold what was intended".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// The data of a parsed value, for comparing two texts: numbers keep their
+/// spelling (as a tagged string), a repeated key keeps its last value.
+fn data(value: &Value<'_>) -> Json {
+    match value {
+        Value::StringLit(text) => Json::String(text.value.to_string()),
+        Value::NumberLit(number) => Json::String(format!("\u{0}number {}", number.value)),
+        Value::BooleanLit(flag) => Json::Bool(flag.value),
+        Value::NullKeyword(_) => Json::Null,
+        Value::Array(array) => Json::Array(array.elements.iter().map(data).collect()),
+        Value::Object(object) => Json::Object(
+            object
+                .properties
+                .iter()
+                .map(|prop| (prop.name.as_str().to_string(), data(&prop.value)))
+                .collect(),
+        ),
+    }
+}
+
+fn is_blank(text: &str) -> bool {
+    text.bytes().all(|byte| byte == b' ' || byte == b'\t')
+}
+
+fn line_start(body: &str, at: usize) -> usize {
+    body[..at].rfind('\n').map_or(0, |newline| newline + 1)
+}
+
+fn next_line_start(body: &str, at: usize) -> usize {
+    body[at..]
+        .find('\n')
+        .map_or(body.len(), |newline| at + newline + 1)
+}
+
+fn at_line_end(body: &str, at: usize) -> bool {
+    let rest = &body[at..];
+    rest.is_empty() || rest.starts_with('\n') || rest.starts_with("\r\n")
+}
+
+fn skip_spaces(body: &str, at: usize) -> usize {
+    at + body[at..]
+        .bytes()
+        .take_while(|byte| *byte == b' ' || *byte == b'\t')
+        .count()
+}
+
+/// Past a comment that ends on this line (`// …`, or `/* … */` closed before
+/// the line ends); `at` itself otherwise.
+fn skip_line_comment(body: &str, at: usize) -> usize {
+    let rest = &body[at..];
+    let line_end = rest.find(['\r', '\n']).unwrap_or(rest.len());
+    if rest.starts_with("//") {
+        return at + line_end;
+    }
+    if rest.starts_with("/*")
+        && let Some(close) = rest[2..].find("*/")
+        && close + 4 <= line_end
+    {
+        return at + close + 4;
+    }
+    at
+}
+
+/// Past whitespace and comments.
+fn skip_trivia(body: &str, mut at: usize) -> usize {
+    loop {
+        let rest = &body[at..];
+        let trimmed = rest.trim_start_matches([' ', '\t', '\r', '\n']);
+        at += rest.len() - trimmed.len();
+        if trimmed.starts_with("//") {
+            at += trimmed.find('\n').unwrap_or(trimmed.len());
+        } else if let Some(comment) = trimmed.strip_prefix("/*") {
+            at += comment.find("*/").map_or(trimmed.len(), |close| close + 4);
+        } else {
+            return at;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wrapper() -> Wrapper {
+        Wrapper {
+            command: "/usr/local/bin/drainpipe".to_string(),
+            proxy_args: Vec::new(),
+        }
+    }
+
+    /// Wraps, checks that a second run changes nothing and that unwrapping
+    /// gives back the input byte for byte, except for the servers that were
+    /// behind drainpipe before (unwrapping cannot tell who put them there);
+    /// returns the wrap.
+    fn round_trip(text: &str, dialect: Dialect, wrapper: &Wrapper) -> Edit {
+        let wrapped = wrap(text, dialect, wrapper).unwrap();
+        let again = wrap(&wrapped.text, dialect, wrapper).unwrap();
+        assert_eq!(
+            again.text, wrapped.text,
+            "a second install changed the file"
+        );
+        assert!(!again.changed());
+        let unwrapped = unwrap(&wrapped.text, dialect, wrapper).unwrap();
+        let before = unwrap(text, dialect, wrapper).unwrap();
+        assert_eq!(
+            unwrapped.text, before.text,
+            "uninstall did not restore the input"
+        );
+        if !before.changed() {
+            assert_eq!(unwrapped.text, text);
+        }
+        let twice = unwrap(&unwrapped.text, dialect, wrapper).unwrap();
+        assert!(!twice.changed(), "a second uninstall found work");
+        wrapped
+    }
+
+    fn actions(edit: &Edit) -> Vec<(String, Action)> {
+        edit.servers
+            .iter()
+            .map(|server| (server.name.clone(), server.action.clone()))
+            .collect()
+    }
+
+    const DESKTOP: &str = r#"{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/projects"],
+      "env": { "DEBUG": "1" },
+      "cwd": "/Users/me"
+    },
+    "git": {
+      "command": "uvx"
+    },
+    "linear": { "url": "https://mcp.linear.app/sse" },
+    "guarded": {
+      "command": "/opt/bin/drainpipe",
+      "args": ["proxy", "--clip", "256KiB", "--", "node", "server.js"]
+    }
+  },
+  "globalShortcut": "Ctrl+Space"
+}
+"#;
+
+    #[test]
+    fn claude_desktop_servers_are_wrapped_in_place() {
+        let edit = round_trip(DESKTOP, Dialect::McpServers, &wrapper());
+        let expected = r#"{
+  "mcpServers": {
+    "filesystem": {
+      "command": "/usr/local/bin/drainpipe",
+      "args": ["proxy", "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/Users/me/projects"],
+      "env": { "DEBUG": "1" },
+      "cwd": "/Users/me"
+    },
+    "git": {
+      "command": "/usr/local/bin/drainpipe",
+      "args": ["proxy", "--", "uvx"]
+    },
+    "linear": { "url": "https://mcp.linear.app/sse" },
+    "guarded": {
+      "command": "/opt/bin/drainpipe",
+      "args": ["proxy", "--clip", "256KiB", "--", "node", "server.js"]
+    }
+  },
+  "globalShortcut": "Ctrl+Space"
+}
+"#;
+        assert_eq!(edit.text, expected);
+        assert_eq!(
+            actions(&edit),
+            vec![
+                ("filesystem".into(), Action::Wrapped),
+                ("git".into(), Action::Wrapped),
+                ("linear".into(), Action::Remote),
+                ("guarded".into(), Action::AlreadyWrapped),
+            ]
+        );
+        assert_eq!(
+            edit.servers[0].detail,
+            "npx -y @modelcontextprotocol/server-filesystem /Users/me/projects"
+        );
+        assert_eq!(edit.servers[2].detail, "https://mcp.linear.app/sse");
+    }
+
+    const COMMENTED: &str = "{
+    // Servers for this project.
+    \"mcpServers\": {
+        \"multi\": {
+            \"command\": \"uvx\", // the runner
+            \"args\": [
+                // the package
+                \"mcp-server-git\",
+                \"--repository\", \".\", // here
+            ],
+        },
+        \"inline\": { \"command\": 'node', \"env\": {\"A\": \"b\"} },
+        \"last\": {
+            \"env\": {},
+            \"command\": \"python3\" /* system python */
+        },
+        \"tight\": {\"command\":\"x\",\"args\":[\"a\",\"b\"]},
+        unquoted: { command: \"z\", },
+    },
+}
+";
+
+    #[test]
+    fn comments_trailing_commas_and_each_layout_survive() {
+        let proxy = Wrapper {
+            command: r"C:\Program Files\drainpipe\drainpipe.exe".to_string(),
+            proxy_args: vec!["--clip".into(), "256KiB".into()],
+        };
+        let edit = round_trip(COMMENTED, Dialect::McpServers, &proxy);
+        let expected = "{
+    // Servers for this project.
+    \"mcpServers\": {
+        \"multi\": {
+            \"command\": \"C:\\\\Program Files\\\\drainpipe\\\\drainpipe.exe\", // the runner
+            \"args\": [
+                // the package
+                \"proxy\",
+                \"--clip\",
+                \"256KiB\",
+                \"--\",
+                \"uvx\",
+                \"mcp-server-git\",
+                \"--repository\", \".\", // here
+            ],
+        },
+        \"inline\": { \"command\": \"C:\\\\Program Files\\\\drainpipe\\\\drainpipe.exe\", \"args\": [\"proxy\", \"--clip\", \"256KiB\", \"--\", 'node'], \"env\": {\"A\": \"b\"} },
+        \"last\": {
+            \"env\": {},
+            \"command\": \"C:\\\\Program Files\\\\drainpipe\\\\drainpipe.exe\", /* system python */
+            \"args\": [\"proxy\", \"--clip\", \"256KiB\", \"--\", \"python3\"]
+        },
+        \"tight\": {\"command\":\"C:\\\\Program Files\\\\drainpipe\\\\drainpipe.exe\",\"args\":[\"proxy\",\"--clip\",\"256KiB\",\"--\",\"x\",\"a\",\"b\"]},
+        unquoted: { command: \"C:\\\\Program Files\\\\drainpipe\\\\drainpipe.exe\", \"args\": [\"proxy\", \"--clip\", \"256KiB\", \"--\", \"z\"], },
+    },
+}
+";
+        assert_eq!(edit.text, expected);
+        assert!(edit.servers.iter().all(|s| s.action == Action::Wrapped));
+    }
+
+    #[test]
+    fn vscode_wraps_stdio_entries_and_leaves_http_ones() {
+        let text = r#"// VS Code MCP servers
+{
+	"inputs": [{ "type": "promptString", "id": "token", "password": true }],
+	"servers": {
+		"memory": {
+			"type": "stdio",
+			"command": "npx",
+			"args": [
+				"-y",
+				"@modelcontextprotocol/server-memory"
+			],
+			"envFile": "${workspaceFolder}/.env",
+		},
+		"plain": { "command": "my-server" },
+		"github": { "type": "http", "url": "https://api.githubcopilot.com/mcp/" },
+		"events": { "type": "sse", "url": "http://localhost:3000/sse" },
+	},
+}
+"#;
+        let edit = round_trip(text, Dialect::VsCode, &wrapper());
+        assert!(edit.text.contains(
+            "\t\t\t\"args\": [\n\t\t\t\t\"proxy\",\n\t\t\t\t\"--\",\n\t\t\t\t\"npx\",\n\t\t\t\t\"-y\",\n"
+        ));
+        assert!(edit.text.contains(
+            r#""plain": { "command": "/usr/local/bin/drainpipe", "args": ["proxy", "--", "my-server"] },"#
+        ));
+        assert_eq!(
+            actions(&edit),
+            vec![
+                ("memory".into(), Action::Wrapped),
+                ("plain".into(), Action::Wrapped),
+                ("github".into(), Action::Remote),
+                ("events".into(), Action::Remote),
+            ]
+        );
+        // The same file read as another layout has no servers to touch.
+        let other = wrap(text, Dialect::McpServers, &wrapper()).unwrap();
+        assert_eq!(other.text, text);
+        assert!(other.servers.is_empty());
+    }
+
+    #[test]
+    fn zed_current_and_older_entries_are_both_wrapped() {
+        let text = r#"// Zed settings
+{
+  "theme": "One Dark",
+  "context_servers": {
+    "current": {
+      "source": "custom",
+      "command": "npx",
+      "args": ["-y", "mcp-server-sqlite"],
+      "env": {}
+    },
+    "older": {
+      "command": {
+        "path": "/usr/bin/python3",
+        "args": ["-m", "my_server"],
+        "env": { "PYTHONUNBUFFERED": "1" }
+      },
+      "settings": {}
+    },
+    "older-no-args": {
+      "command": { "path": "uvx" }
+    },
+    "from-extension": { "source": "extension", "settings": {} },
+    "remote": { "url": "https://example.com/mcp", "headers": {} }
+  }
+}
+"#;
+        let edit = round_trip(text, Dialect::Zed, &wrapper());
+        assert!(edit.text.contains(
+            r#""path": "/usr/local/bin/drainpipe",
+        "args": ["proxy", "--", "/usr/bin/python3", "-m", "my_server"],"#
+        ));
+        assert!(edit.text.contains(
+            r#""command": { "path": "/usr/local/bin/drainpipe", "args": ["proxy", "--", "uvx"] }"#
+        ));
+        assert_eq!(
+            actions(&edit),
+            vec![
+                ("current".into(), Action::Wrapped),
+                ("older".into(), Action::Wrapped),
+                ("older-no-args".into(), Action::Wrapped),
+                (
+                    "from-extension".into(),
+                    Action::Skipped("no command".into())
+                ),
+                ("remote".into(), Action::Remote),
+            ]
+        );
+    }
+
+    #[test]
+    fn claude_code_user_file_has_per_project_maps_too() {
+        let text = r#"{
+  "numStartups": 12,
+  "mcpServers": {
+    "user-level": { "type": "stdio", "command": "npx", "args": ["-y", "a"], "env": {} }
+  },
+  "projects": {
+    "/home/me/app": {
+      "allowedTools": [],
+      "mcpServers": {
+        "db": { "type": "stdio", "command": "node", "args": ["db.js"], "env": { "URL": "x" } },
+        "docs": { "type": "http", "url": "https://docs.example/mcp" }
+      }
+    },
+    "/home/me/empty": { "mcpServers": {} },
+    "/home/me/none": { "allowedTools": [] }
+  }
+}
+"#;
+        let edit = round_trip(text, Dialect::McpServers, &wrapper());
+        let scoped: Vec<_> = edit
+            .servers
+            .iter()
+            .map(|s| (s.scope.as_deref(), s.name.as_str(), s.action.clone()))
+            .collect();
+        assert_eq!(
+            scoped,
+            vec![
+                (None, "user-level", Action::Wrapped),
+                (Some("/home/me/app"), "db", Action::Wrapped),
+                (Some("/home/me/app"), "docs", Action::Remote),
+            ]
+        );
+        assert!(edit.text.contains(
+            r#""db": { "type": "stdio", "command": "/usr/local/bin/drainpipe", "args": ["proxy", "--", "node", "db.js"], "env": { "URL": "x" } },"#
+        ));
+        assert_eq!(dialects_present(text).unwrap(), vec![Dialect::McpServers]);
+    }
+
+    #[test]
+    fn crlf_line_endings_and_a_byte_order_mark_are_kept() {
+        let text = "\u{feff}{\r\n  \"mcpServers\": {\r\n    \"a\": {\r\n      \"command\": \"x\"\r\n    },\r\n    \"b\": {\r\n      \"command\": \"y\",\r\n      \"env\": {}\r\n    }\r\n  }\r\n}\r\n";
+        let edit = round_trip(text, Dialect::McpServers, &wrapper());
+        assert!(edit.text.starts_with('\u{feff}'));
+        assert!(
+            !edit.text.replace("\r\n", "").contains('\n'),
+            "{:?}",
+            edit.text
+        );
+        assert!(edit.text.contains(
+            "      \"command\": \"/usr/local/bin/drainpipe\",\r\n      \"args\": [\"proxy\", \"--\", \"x\"]\r\n    },"
+        ));
+        assert!(edit.text.contains(
+            "      \"command\": \"/usr/local/bin/drainpipe\",\r\n      \"args\": [\"proxy\", \"--\", \"y\"],\r\n      \"env\": {}"
+        ));
+    }
+
+    #[test]
+    fn non_ascii_text_before_the_values_keeps_offsets_right() {
+        let text = "{\n  // café ☕ «servers»\n  \"mcpServers\": { \"é\": { \"command\": \"naïve\", \"args\": [\"ü\"] } }\n}\n";
+        let edit = round_trip(text, Dialect::McpServers, &wrapper());
+        assert!(edit.text.contains(
+            r#"{ "é": { "command": "/usr/local/bin/drainpipe", "args": ["proxy", "--", "naïve", "ü"] } }"#
+        ));
+    }
+
+    #[test]
+    fn an_empty_argument_list_is_filled_and_comes_back_as_no_list() {
+        let text = r#"{ "mcpServers": { "e": { "command": "y", "args": [] } } }"#;
+        let edit = wrap(text, Dialect::McpServers, &wrapper()).unwrap();
+        assert_eq!(
+            edit.text,
+            r#"{ "mcpServers": { "e": { "command": "/usr/local/bin/drainpipe", "args": ["proxy", "--", "y"] } } }"#
+        );
+        // The semantic inverse cannot tell `[]` from no list: it drops the
+        // list (the backup is what restores such a file byte for byte).
+        let back = unwrap(&edit.text, Dialect::McpServers, &wrapper()).unwrap();
+        assert_eq!(
+            back.text,
+            r#"{ "mcpServers": { "e": { "command": "y" } } }"#
+        );
+    }
+
+    #[test]
+    fn unwrapping_takes_off_any_proxy_options_and_keeps_the_rest() {
+        let text = r#"{
+  "mcpServers": {
+    "by-hand": {
+      "command": "drainpipe",
+      "args": ["proxy", "--max-frame", "8MiB", "--", "npx", "-y", "pkg"],
+      "env": { "A": "1" }
+    },
+    "no-separator": { "command": "drainpipe", "args": ["proxy", "npx"] },
+    "plain": { "command": "npx" }
+  }
+}"#;
+        let edit = unwrap(text, Dialect::McpServers, &wrapper()).unwrap();
+        assert_eq!(
+            edit.text,
+            r#"{
+  "mcpServers": {
+    "by-hand": {
+      "command": "npx",
+      "args": ["-y", "pkg"],
+      "env": { "A": "1" }
+    },
+    "no-separator": { "command": "drainpipe", "args": ["proxy", "npx"] },
+    "plain": { "command": "npx" }
+  }
+}"#
+        );
+        assert_eq!(
+            actions(&edit),
+            vec![
+                ("by-hand".into(), Action::Unwrapped),
+                (
+                    "no-separator".into(),
+                    Action::Skipped(
+                        "cannot unwrap: its arguments have no `--` before the server command"
+                            .into()
+                    )
+                ),
+                ("plain".into(), Action::NotWrapped),
+            ]
+        );
+        assert_eq!(edit.servers[0].detail, "npx -y pkg");
+    }
+
+    #[test]
+    fn entries_that_are_not_plain_commands_are_left_alone() {
+        let text = r#"{ "mcpServers": {
+  "string-args": { "command": "x", "args": "--flag" },
+  "number-arg": { "command": "x", "args": ["--port", 80] },
+  "no-command": { "env": {} },
+  "odd-type": { "type": 3, "command": "x" },
+  "not-an-object": "x",
+  "object-command": { "command": { "path": "x" } }
+} }"#;
+        let edit = wrap(text, Dialect::McpServers, &wrapper()).unwrap();
+        assert_eq!(edit.text, text);
+        assert!(!edit.changed());
+        assert!(
+            edit.servers
+                .iter()
+                .all(|s| matches!(s.action, Action::Skipped(_))),
+            "{:?}",
+            edit.servers
+        );
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_names_line_and_column() {
+        let text = "{\n  \"mcpServers\": {\n    \"a\": { \"command\": \"x\" }\n    \"b\": { \"command\": \"y\" }\n  }\n}\n";
+        let Err(EditError::Parse(error)) = wrap(text, Dialect::McpServers, &wrapper()) else {
+            panic!("a missing comma parsed");
+        };
+        // Where the comma should have been: right after the first entry.
+        assert_eq!((error.line, error.column), (3, 28), "{error}");
+        assert_eq!(error.message, "Expected comma");
+        let Err(EditError::Parse(error)) = wrap("{\"a\": [1, 2}", Dialect::VsCode, &wrapper())
+        else {
+            panic!("a bad bracket parsed");
+        };
+        assert_eq!(error.line, 1, "{error}");
+        assert!(wrap("[1, 2]", Dialect::Zed, &wrapper()).is_err());
+        // An empty file is no servers, not an error.
+        let empty = wrap("", Dialect::Zed, &wrapper()).unwrap();
+        assert_eq!(empty.text, "");
+        assert!(empty.servers.is_empty());
+    }
+
+    #[test]
+    fn the_layouts_a_file_holds_are_told_apart() {
+        assert_eq!(
+            dialects_present(r#"{"mcpServers": {}}"#).unwrap(),
+            vec![Dialect::McpServers]
+        );
+        assert_eq!(
+            dialects_present(r#"{"servers": {}, "inputs": []}"#).unwrap(),
+            vec![Dialect::VsCode]
+        );
+        assert_eq!(
+            dialects_present("// zed\n{\"context_servers\": {},}").unwrap(),
+            vec![Dialect::Zed]
+        );
+        assert_eq!(
+            dialects_present(r#"{"servers": {}, "mcpServers": {}}"#).unwrap(),
+            vec![Dialect::McpServers, Dialect::VsCode]
+        );
+        assert!(dialects_present(r#"{"theme": "x"}"#).unwrap().is_empty());
+        assert!(dialects_present("{").is_err());
+    }
+
+    #[test]
+    fn a_repeated_key_edits_the_one_a_host_reads() {
+        let text = r#"{"mcpServers": {"a": {"command": "x", "command": "y"}}}"#;
+        let edit = round_trip(text, Dialect::McpServers, &wrapper());
+        assert_eq!(
+            edit.text,
+            r#"{"mcpServers": {"a": {"command": "x", "command": "/usr/local/bin/drainpipe", "args": ["proxy", "--", "y"]}}}"#
+        );
+    }
+}
