@@ -28,6 +28,8 @@ enum Command {
     Proxy(cli::proxy::ProxyArgs),
     Check(cli::check::CheckArgs),
     Frame(cli::frame::FrameArgs),
+    Install(cli::install::InstallArgs),
+    Uninstall(cli::install::UninstallArgs),
     /// Watch a `drainpipe proxy` and, once it is gone (SIGKILL included),
     /// kill what it started (started by `proxy` itself).
     #[command(hide = true)]
@@ -52,6 +54,8 @@ fn main() {
         Command::Proxy(args) => cli::proxy::run(args),
         Command::Check(args) => cli::check::run(args),
         Command::Frame(args) => cli::frame::run(args),
+        Command::Install(args) => cli::install::run_install(args),
+        Command::Uninstall(args) => cli::install::run_uninstall(args),
         Command::Fixture { args } => run_fixture(args),
         Command::Supervise { parent } => {
             drainpipe_host::supervise::run(parent);

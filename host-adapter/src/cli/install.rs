@@ -2,14 +2,531 @@
 //! front of every stdio MCP server a host starts, in the host's own config
 //! files, and take it away again.
 //!
-//! This commit holds the format-preserving editors only:
+//! The work is split by concern:
 //! - `wrap`: what wrapping means, whatever the format;
 //! - `jsonc`: JSON and JSON-with-comments files, edited by splicing text at
 //!   the byte ranges the parser reports;
-//! - `toml`: Codex's `config.toml`, edited with `toml_edit`.
-// The subcommands that use them come next.
-#![allow(dead_code)]
+//! - `toml`: Codex's `config.toml`, edited with `toml_edit`;
+//! - `file`: one file's format, plan, backup, diff and atomic write;
+//! - `hosts`: the hosts and where their files are on each OS.
 
+mod file;
+mod hosts;
 mod jsonc;
 mod toml;
 mod wrap;
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, FromArgMatches};
+
+use self::file::{Backup, FileError, Format, Plan, Undo};
+use self::hosts::{Host, Places};
+use self::wrap::{Action, ServerReport, Wrapper};
+use super::Style;
+
+/// Put `drainpipe proxy` in front of every stdio MCP server your hosts start.
+///
+/// Edits each host's config file in place: a stdio server's `command`
+/// becomes the drainpipe binary and its `args` become `proxy`, the
+/// --proxy-args, `--`, then the original command and arguments. `env`,
+/// `cwd`, comments, key order and formatting are kept. Remote servers and
+/// servers already behind drainpipe are left alone, so running it again
+/// changes nothing. The original is saved beside the file as
+/// `<file>.drainpipe-backup`, which `drainpipe uninstall` restores.
+///
+/// Without --host or --config, every known host's files that exist are
+/// edited: Claude Desktop, Claude Code (~/.claude.json with its per-project
+/// servers, ./.mcp.json), Cursor, VS Code, Zed, Codex, Windsurf and Gemini
+/// CLI; per-project files are looked for in the current directory.
+#[derive(Debug, Args)]
+#[command(after_help = super::EXIT_CODES)]
+pub(crate) struct InstallArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Print what would change, as a unified diff, and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Options for `drainpipe proxy`, written before `--` in every server
+    /// wrapped now, split as a shell would: e.g. "--clip 256KiB --max-frame
+    /// 8MiB". Checked against the proxy's options first. Servers already
+    /// wrapped keep theirs (uninstall, then install, to change them).
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    proxy_args: Option<String>,
+    /// The drainpipe binary to write as each server's command. Default: the
+    /// absolute path of this binary, refused when it lies in a cargo build
+    /// directory (target/debug, target/release) or a temporary directory,
+    /// where the host may not find it later. This option is taken as given.
+    #[arg(long, value_name = "PATH")]
+    command: Option<String>,
+}
+
+/// Take `drainpipe proxy` away from every MCP server that runs behind it.
+///
+/// Restores each file byte for byte from the backup `install` saved, when
+/// the file has not changed since; otherwise unwraps each wrapped server in
+/// place (the original command and arguments back, formatting kept) and
+/// says so. A server is taken as wrapped when its command is a drainpipe
+/// binary (or --command) and its arguments start with `proxy`: a server
+/// wrapped by hand is unwrapped too.
+#[derive(Debug, Args)]
+#[command(after_help = super::EXIT_CODES)]
+pub(crate) struct UninstallArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Print what would change, as a unified diff, and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Also take servers whose command is this path as wrapped (a path whose
+    /// file name is `drainpipe` always is).
+    #[arg(long, value_name = "PATH")]
+    command: Option<String>,
+}
+
+/// Which files to edit.
+#[derive(Debug, Args)]
+struct Target {
+    /// Edit this host's config files (those that exist). Without --host or
+    /// --config: every known host's.
+    #[arg(long, value_name = "NAME", conflicts_with = "config")]
+    host: Option<Host>,
+    /// Edit this file, of any known format (told by its name, else by its
+    /// contents).
+    #[arg(long, value_name = "PATH")]
+    config: Option<PathBuf>,
+    /// The format of --config, when its name and contents do not tell.
+    #[arg(long, value_name = "FORMAT", requires = "config")]
+    format: Option<Format>,
+}
+
+/// Install or uninstall.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Job {
+    Install,
+    Uninstall,
+}
+
+impl Job {
+    fn name(self) -> &'static str {
+        match self {
+            Job::Install => "install",
+            Job::Uninstall => "uninstall",
+        }
+    }
+}
+
+/// Runs `drainpipe install`; returns the exit code.
+pub(crate) fn run_install(args: InstallArgs) -> i32 {
+    let proxy_args = match split_proxy_args(args.proxy_args.as_deref().unwrap_or("")) {
+        Ok(words) => words,
+        Err(message) => {
+            eprintln!("drainpipe install: --proxy-args: {message}");
+            return super::EXIT_USAGE;
+        }
+    };
+    let command = match args.command {
+        Some(command) => {
+            if Path::new(&command).is_absolute() && !Path::new(&command).exists() {
+                eprintln!("drainpipe install: warning: --command {command} does not exist");
+            }
+            command
+        }
+        None => match own_path() {
+            Ok(command) => command,
+            Err(message) => {
+                eprintln!("drainpipe install: {message}");
+                return super::EXIT_ENVIRONMENT;
+            }
+        },
+    };
+    let wrapper = Wrapper {
+        command,
+        proxy_args,
+    };
+    run(Job::Install, &args.target, args.dry_run, &wrapper)
+}
+
+/// Runs `drainpipe uninstall`; returns the exit code.
+pub(crate) fn run_uninstall(args: UninstallArgs) -> i32 {
+    let command = args.command.unwrap_or_else(|| "drainpipe".to_string());
+    let wrapper = Wrapper {
+        command,
+        proxy_args: Vec::new(),
+    };
+    run(Job::Uninstall, &args.target, args.dry_run, &wrapper)
+}
+
+/// A file to edit: which host it belongs to (none for --config), where it
+/// is, and its format when known beforehand.
+struct Candidate {
+    host: Option<Host>,
+    path: PathBuf,
+    format: Option<Format>,
+}
+
+fn run(job: Job, target: &Target, dry_run: bool, wrapper: &Wrapper) -> i32 {
+    let style = Style::for_stdout();
+    let places = match Places::from_env() {
+        Ok(places) => places,
+        Err(message) => {
+            eprintln!("drainpipe {}: {message}", job.name());
+            return super::EXIT_ENVIRONMENT;
+        }
+    };
+    let candidates = match candidates(target, &places) {
+        Ok(candidates) => candidates,
+        Err(message) => {
+            eprintln!("drainpipe {}: {message}", job.name());
+            return super::EXIT_FAILED;
+        }
+    };
+    let mut content_failed = false;
+    let mut io_failed = false;
+    let mut restart = Vec::new();
+    for (index, candidate) in candidates.iter().enumerate() {
+        if index > 0 {
+            println!();
+        }
+        let shown = places.show(&candidate.path);
+        let title = candidate.host.map_or("config", Host::title);
+        println!("{}", style.bold(&format!("{title}: {shown}")));
+        match handle(job, candidate, dry_run, wrapper, &places, style) {
+            Ok(true) => {
+                if let Some(host) = candidate.host
+                    && !restart.contains(&host.title())
+                {
+                    restart.push(host.title());
+                }
+            }
+            Ok(false) => {}
+            Err(FileError::Io(message)) => {
+                println!("  {} {message}", style.word(false, "error:"));
+                io_failed = true;
+            }
+            Err(FileError::Content(message)) => {
+                println!(
+                    "  {} {message}; the file is left as it is",
+                    style.word(false, "error:")
+                );
+                content_failed = true;
+            }
+        }
+    }
+    if !restart.is_empty() {
+        println!();
+        println!(
+            "Restart {} for the change to take effect.",
+            restart.join(", ")
+        );
+    }
+    if io_failed {
+        super::EXIT_ENVIRONMENT
+    } else if content_failed {
+        super::EXIT_FAILED
+    } else {
+        super::EXIT_OK
+    }
+}
+
+/// The files to edit.
+fn candidates(target: &Target, places: &Places) -> Result<Vec<Candidate>, String> {
+    if let Some(path) = &target.config {
+        return Ok(vec![Candidate {
+            host: None,
+            path: path.clone(),
+            format: target.format,
+        }]);
+    }
+    let hosts: Vec<Host> = match target.host {
+        Some(host) => vec![host],
+        None => Host::ALL.to_vec(),
+    };
+    let mut found = Vec::new();
+    let mut looked = Vec::new();
+    for host in hosts {
+        for path in host.files(places) {
+            if path.is_file() {
+                found.push(Candidate {
+                    host: Some(host),
+                    path,
+                    format: Some(host.format()),
+                });
+            } else {
+                looked.push(format!("  {:<15} {}", host.title(), places.show(&path)));
+            }
+        }
+    }
+    if found.is_empty() {
+        let which = match target.host {
+            Some(host) => format!("no {} config file", host.title()),
+            None => "no MCP host config file".to_string(),
+        };
+        return Err(format!(
+            "found {which}; looked for:\n{}\n(use --config PATH for a file elsewhere)",
+            looked.join("\n")
+        ));
+    }
+    Ok(found)
+}
+
+/// Plans, reports and (unless a dry run) writes one file; `Ok(true)` when
+/// it was written.
+fn handle(
+    job: Job,
+    candidate: &Candidate,
+    dry_run: bool,
+    wrapper: &Wrapper,
+    places: &Places,
+    style: Style,
+) -> Result<bool, FileError> {
+    let (real, text) = file::read(&candidate.path)?;
+    let format = match candidate.format {
+        Some(format) => format,
+        None => {
+            Format::detect(&real, &text).map_err(|error| FileError::Content(error.to_string()))?
+        }
+    };
+    let plan = match job {
+        Job::Install => file::plan_install(real, text, format, wrapper)?,
+        Job::Uninstall => file::plan_uninstall(real, text, format, wrapper)?,
+    };
+    report_servers(&plan.servers, style);
+    if !plan.changes() {
+        println!("  nothing to change");
+        return Ok(false);
+    }
+    let backup = places.show(&file::backup_path(&plan.path));
+    if dry_run {
+        print!("{}", plan.diff(&places.show(&plan.path)));
+        println!(
+            "  dry run: {}; nothing written",
+            outcome(&plan, &backup, true)
+        );
+        return Ok(false);
+    }
+    file::commit(&plan)?;
+    println!("  {}", outcome(&plan, &backup, false));
+    Ok(true)
+}
+
+/// One line per server: what happens to it, its name, its command line.
+fn report_servers(servers: &[ServerReport], style: Style) {
+    if servers.is_empty() {
+        println!("  no MCP servers in it");
+        return;
+    }
+    let names: Vec<String> = servers
+        .iter()
+        .map(|server| match &server.scope {
+            Some(scope) => format!("{} (project {scope})", server.name),
+            None => server.name.clone(),
+        })
+        .collect();
+    let width = names
+        .iter()
+        .map(|name| name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (server, name) in servers.iter().zip(&names) {
+        let (label, good) = match &server.action {
+            Action::Wrapped => ("wrap".to_string(), true),
+            Action::Unwrapped => ("unwrap".to_string(), true),
+            Action::AlreadyWrapped => ("already wrapped".to_string(), true),
+            Action::NotWrapped => ("not wrapped".to_string(), true),
+            Action::Remote => ("remote, left".to_string(), true),
+            Action::Skipped(reason) => (format!("skipped: {reason}"), false),
+        };
+        let label = format!("{label:<16}");
+        let label = if good {
+            label
+        } else {
+            style.word(false, &label)
+        };
+        println!("  {label} {name:<width$}  {}", server.detail);
+    }
+}
+
+/// What writing the plan does (or would do), in words.
+fn outcome(plan: &Plan, backup: &str, dry_run: bool) -> String {
+    match (plan.undo, &plan.backup, dry_run) {
+        (None, Backup::Save, false) => format!("wrote it; the original is saved as {backup}"),
+        (None, Backup::Save, true) => format!("would write it and save the original as {backup}"),
+        (None, Backup::KeepStale, _) => format!(
+            "{} the earlier backup {backup} (the file changed since that backup, so \
+             uninstall will unwrap in place)",
+            if dry_run {
+                "would write it and keep"
+            } else {
+                "wrote it and kept"
+            },
+        ),
+        (None, _, false) => "wrote it".to_string(),
+        (None, _, true) => "would write it".to_string(),
+        (Some(Undo::Restored), _, false) => {
+            format!("restored it byte for byte from {backup}, and removed the backup")
+        }
+        (Some(Undo::Restored), _, true) => {
+            format!("would restore it byte for byte from {backup}, and remove the backup")
+        }
+        (Some(Undo::Unwrapped), Backup::LeftStale, _) => format!(
+            "{} in place: the file changed since install, so the backup {backup} no longer \
+             matches and is left there",
+            if dry_run { "would unwrap" } else { "unwrapped" },
+        ),
+        (Some(Undo::Unwrapped), _, _) => format!(
+            "{} in place (no backup to restore)",
+            if dry_run { "would unwrap" } else { "unwrapped" },
+        ),
+    }
+}
+
+/// Splits --proxy-args as a shell would and checks the words against
+/// `drainpipe proxy`'s own options.
+fn split_proxy_args(text: &str) -> Result<Vec<String>, String> {
+    let words =
+        shlex::split(text).ok_or_else(|| format!("cannot split `{text}`: unbalanced quotes"))?;
+    if words.iter().any(|word| word == "--") {
+        return Err("`--` is written by install itself, before the server command".to_string());
+    }
+    let command = <super::proxy::ProxyArgs as Args>::augment_args(
+        clap::Command::new("drainpipe proxy").no_binary_name(true),
+    );
+    let argv = words.iter().map(String::as_str).chain(["--", "server"]);
+    let matches = command.try_get_matches_from(argv).map_err(|error| {
+        let text = error.to_string();
+        let first = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ");
+        format!("not options of drainpipe proxy: {first}")
+    })?;
+    super::proxy::ProxyArgs::from_arg_matches(&matches).map_err(|error| error.to_string())?;
+    // The proxy takes the first word that is not one of its options for the
+    // server command: anything else means a word that is no option.
+    let server: Vec<&String> = matches
+        .get_many::<String>("server")
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    if server.len() != 1 {
+        let stray = server.first().map_or("", |word| word.as_str());
+        return Err(format!("not options of drainpipe proxy: `{stray}`"));
+    }
+    Ok(words)
+}
+
+/// This binary's absolute path, unless it lies where a host started later
+/// might not find it.
+fn own_path() -> Result<String, String> {
+    let exe = std::env::current_exe().map_err(|error| {
+        format!("cannot tell where the drainpipe binary is: {error} (say --command PATH)")
+    })?;
+    if let Some(why) = transient_location(&exe) {
+        return Err(format!(
+            "refusing to write {} into host configs: it is {why}, and a host started later may \
+             not find it there. Put drainpipe on PATH for good (`cargo install --path \
+             host-adapter`) and run that one, or say --command PATH to write a path anyway",
+            exe.display()
+        ));
+    }
+    exe.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("{} is not UTF-8 (say --command PATH)", exe.display()))
+}
+
+/// Why `exe` is a poor path to write into a config: in a cargo build
+/// directory (a directory with cargo's `CACHEDIR.TAG` and
+/// `.rustc_info.json`, or `target/[TRIPLE/]debug|release` by name) or a
+/// temporary directory.
+fn transient_location(exe: &Path) -> Option<String> {
+    for directory in exe.ancestors().skip(1) {
+        if directory.join("CACHEDIR.TAG").is_file() && directory.join(".rustc_info.json").is_file()
+        {
+            return Some(format!(
+                "inside the cargo build directory {} (the next build or `cargo clean` replaces \
+                 or removes it)",
+                directory.display()
+            ));
+        }
+    }
+    let parts: Vec<String> = exe
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    for (at, part) in parts.iter().enumerate() {
+        if part == "target"
+            && parts[at + 1..]
+                .iter()
+                .take(2)
+                .any(|next| next == "debug" || next == "release")
+        {
+            return Some("inside a cargo build directory (target/…)".to_string());
+        }
+    }
+    let mut temporary = vec![
+        std::env::temp_dir(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from("/var/folders"),
+        PathBuf::from("/private/var/folders"),
+        PathBuf::from("/private/tmp"),
+    ];
+    if let Ok(real) = std::env::temp_dir().canonicalize() {
+        temporary.push(real);
+    }
+    temporary
+        .iter()
+        .find(|directory| exe.starts_with(directory))
+        .map(|directory| format!("in the temporary directory {}", directory.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binaries_in_build_or_temporary_directories_are_refused() {
+        for path in [
+            "/home/me/src/drainpipe/target/debug/drainpipe",
+            "/home/me/src/drainpipe/target/release/drainpipe",
+            "/home/me/src/drainpipe/target/x86_64-unknown-linux-gnu/release/drainpipe",
+            "/home/me/src/drainpipe/target/debug/deps/drainpipe-0123abcd",
+            "/tmp/drainpipe",
+            "/var/folders/xy/T/drainpipe",
+        ] {
+            assert!(transient_location(Path::new(path)).is_some(), "{path}");
+        }
+        for path in [
+            "/home/me/.cargo/bin/drainpipe",
+            "/usr/local/bin/drainpipe",
+            "/opt/homebrew/bin/drainpipe",
+            "/home/me/target-practice/drainpipe",
+        ] {
+            assert_eq!(transient_location(Path::new(path)), None, "{path}");
+        }
+        // This test's own binary lies in a cargo build directory.
+        let exe = std::env::current_exe().unwrap();
+        assert!(transient_location(&exe).is_some(), "{}", exe.display());
+    }
+
+    #[test]
+    fn proxy_args_split_like_a_shell_and_must_be_proxy_options() {
+        assert_eq!(split_proxy_args(""), Ok(Vec::new()));
+        assert_eq!(
+            split_proxy_args("--clip 256KiB --metrics-file '/tmp/my dir/{pid}.json'"),
+            Ok(vec![
+                "--clip".to_string(),
+                "256KiB".to_string(),
+                "--metrics-file".to_string(),
+                "/tmp/my dir/{pid}.json".to_string(),
+            ])
+        );
+        let unbalanced = split_proxy_args("--clip '256KiB").unwrap_err();
+        assert!(unbalanced.contains("unbalanced"), "{unbalanced}");
+        let unknown = split_proxy_args("--clipp 256KiB").unwrap_err();
+        assert!(unknown.contains("--clipp"), "{unknown}");
+        let bad_value = split_proxy_args("--max-frame lots").unwrap_err();
+        assert!(bad_value.contains("lots"), "{bad_value}");
+        assert!(split_proxy_args("-- npx").is_err());
+    }
+}

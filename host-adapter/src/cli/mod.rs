@@ -24,10 +24,13 @@ pub(crate) const EXIT_ENVIRONMENT: i32 = 3;
 /// The exit codes, as `--help` shows them.
 pub(crate) const EXIT_CODES: &str = "\
 Exit codes:
-  0    demo: every step behaved; check: every row passed; frame: input read to its end
-  1    demo: a step misbehaved; check: a row failed
+  0    demo: every step behaved; check: every row passed; frame: input read to its end;
+       install, uninstall: every file found was edited or needed no change
+  1    demo: a step misbehaved; check: a row failed;
+       install, uninstall: a config file could not be parsed, or none was found
   2    usage error
-  3    environment error (server could not be started, read or write failure)
+  3    environment error (server could not be started, read or write failure;
+       install: a drainpipe binary in a build or temporary directory)
   proxy: the server's own exit code, or 128+N if signal N ended it;
          126 if the server could not be executed, 127 if it was not found";
 
