@@ -424,8 +424,8 @@ fn own_path() -> Result<String, String> {
     if let Some(why) = transient_location(&exe) {
         return Err(format!(
             "refusing to write {} into host configs: it is {why}, and a host started later may \
-             not find it there. Put drainpipe on PATH for good (`cargo install --path \
-             host-adapter`) and run that one, or say --command PATH to write a path anyway",
+             not find it there. Put drainpipe on PATH for good (`cargo install --locked \
+             --path host-adapter`) and run that one, or say --command PATH to write a path anyway",
             exe.display()
         ));
     }
