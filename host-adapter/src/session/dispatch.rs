@@ -111,6 +111,25 @@ impl DispatchReceiver {
         self.room.add_permits(1);
         Some(message)
     }
+
+    /// Every message handed over so far, at least one, in order, appended to
+    /// `out`; false once the reader is gone and every message was taken.
+    /// Cancel-safe, as [`DispatchReceiver::next`].
+    pub(crate) async fn next_batch(&mut self, out: &mut Vec<Incoming>) -> bool {
+        if self.queue.is_empty() {
+            let Some(batch) = self.batches.recv().await else {
+                return false;
+            };
+            self.queue.extend(batch);
+        }
+        while let Ok(batch) = self.batches.try_recv() {
+            self.queue.extend(batch);
+        }
+        let taken = self.queue.len();
+        out.extend(self.queue.drain(..));
+        self.room.add_permits(taken);
+        true
+    }
 }
 
 #[cfg(test)]
@@ -145,7 +164,24 @@ mod tests {
         sender.flush();
         assert_eq!(receiver.next().await.map(|m| m.bytes), Some(vec![2]));
         assert_eq!(receiver.next().await.map(|m| m.bytes), Some(vec![3]));
+        // A batch: everything handed over, in order, in one call.
+        for n in 4..=5 {
+            assert!(sender.try_push(message(n)).is_ok());
+        }
+        sender.flush();
+        let mut taken = Vec::new();
+        assert!(receiver.next_batch(&mut taken).await);
+        let bytes: Vec<Vec<u8>> = taken.iter().map(|m| m.bytes.clone()).collect();
+        assert_eq!(bytes, vec![vec![4], vec![5]]);
+        // Their room is back: two fit again.
+        assert!(sender.try_push(message(6)).is_ok());
+        assert!(sender.try_push(message(7)).is_ok());
+        sender.flush();
         drop(sender);
+        taken.clear();
+        assert!(receiver.next_batch(&mut taken).await);
+        assert_eq!(taken.len(), 2);
+        assert!(!receiver.next_batch(&mut taken).await);
         assert!(receiver.next().await.is_none());
     }
 }

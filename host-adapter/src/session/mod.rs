@@ -541,6 +541,20 @@ impl Session {
         message
     }
 
+    /// Every request and notification from the server that arrived so
+    /// far, at least one (waiting for it), appended to `out` in order; false
+    /// once the server's stdout has ended and everything was taken. The
+    /// batch form of [`Session::next_incoming`], for a host that takes
+    /// many small messages: one hand-over per batch instead of per message.
+    pub async fn next_incoming_batch(&self, out: &mut Vec<Incoming>) -> bool {
+        let more = self.handle.incoming.lock().await.next_batch(out).await;
+        let overflowing = &self.shared().dispatcher_overflowing;
+        if overflowing.load(Ordering::Relaxed) {
+            overflowing.store(false, Ordering::Relaxed);
+        }
+        more
+    }
+
     /// A snapshot of the counters.
     pub fn metrics(&self) -> SessionMetrics {
         self.shared().counters.snapshot()
