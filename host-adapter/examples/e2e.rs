@@ -380,22 +380,26 @@ async fn pipe_speed(count: u64) {
         (1024, count),
         (64 << 10, (count / 16).max(1)),
     ] {
-        let mut runs: [Vec<Run>; 3] = Default::default();
+        let mut runs: [Vec<Run>; 4] = Default::default();
         // Interleaved, so a busy moment of the machine hits every path alike.
         for _ in 0..ROUNDS {
             runs[0].push(plain_pipe_run(count, size).await);
             runs[1].push(proxy_run(&drainpipe, count, size).await);
-            runs[2].push(session_run(count, size).await);
+            runs[2].push(session_run(count, size, false).await);
+            runs[3].push(session_run(count, size, true).await);
         }
         let median = |runs: &mut Vec<Run>| {
             runs.sort_by_key(|run| run.2);
             runs[runs.len() / 2]
         };
         let pipe = median(&mut runs[0]);
-        for (path, runs) in ["plain pipe", "drainpipe proxy", "guarded session"]
-            .into_iter()
-            .zip(runs.iter_mut())
-        {
+        let paths = [
+            "plain pipe",
+            "drainpipe proxy",
+            "guarded session, next_incoming",
+            "guarded session, next_incoming_batch",
+        ];
+        for (path, runs) in paths.into_iter().zip(runs.iter_mut()) {
             let (lines, bytes, took, _) = median(runs);
             let peak = runs.iter().map(|run| run.3).max().unwrap_or(0);
             println!(
@@ -466,14 +470,22 @@ async fn proxy_run(drainpipe: &std::path::Path, count: u64, size: usize) -> Run 
 }
 
 /// The guarded session's reader and dispatcher, every message taken with
-/// `next_incoming`.
-async fn session_run(count: u64, size: usize) -> Run {
+/// `next_incoming`, or with `next_incoming_batch` if `batched`.
+async fn session_run(count: u64, size: usize, batched: bool) -> Run {
     let started = Instant::now();
     let session =
         Session::spawn(notifications_child(count, size), config("native", 4 << 20)).expect("spawn");
     let mut lines = 0u64;
-    while session.next_incoming().await.is_some() {
-        lines += 1;
+    if batched {
+        let mut batch = Vec::new();
+        while session.next_incoming_batch(&mut batch).await {
+            lines += batch.len() as u64;
+            batch.clear();
+        }
+    } else {
+        while session.next_incoming().await.is_some() {
+            lines += 1;
+        }
     }
     let took = started.elapsed();
     let bytes = session.metrics().stdout_bytes;

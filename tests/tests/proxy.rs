@@ -263,7 +263,8 @@ async fn the_sdk_close_sequence_leaves_no_orphan() {
 
 /// Many small messages, as a server that logs freely writes them: every one
 /// passes, whole and in order, though the proxy forwards them one batch per
-/// read and the session hands them to its caller in batches too; the
+/// read and the session hands them to its caller in batches too, taken one
+/// by one (`next_incoming`) and by the batch (`next_incoming_batch`); the
 /// session's dispatcher is kept small, so its reader waits for room often.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_small_messages_passes_whole_and_in_order() {
@@ -276,30 +277,51 @@ async fn a_flood_of_small_messages_passes_whole_and_in_order() {
     );
     let server = vec!["sh".to_string(), "-c".to_string(), script];
     let argv = proxy_argv(&drainpipe, &["--metrics", "none"], &server);
-    let config = SessionConfig {
-        dispatcher_capacity: 64,
-        dispatcher_wait: std::time::Duration::from_secs(10),
-        ..SessionConfig::default()
-    };
-    let session = Session::spawn(command(&argv), config).expect("spawn the proxy");
-    within(120, "the flood through the proxy", async {
-        for n in 1..=COUNT {
-            let message = session
-                .next_incoming()
-                .await
-                .unwrap_or_else(|| panic!("the stream ended after {} messages", n - 1));
-            let value = message.json().expect("JSON");
-            assert_eq!(value["params"]["data"], json!(n), "message {n} in order");
-            assert_eq!(message.method, "notifications/message");
-        }
-        assert!(session.next_incoming().await.is_none(), "nothing more");
-    })
-    .await;
-    let metrics = session.metrics();
-    assert_eq!(metrics.frames, COUNT);
-    assert_eq!(
-        metrics.dispatcher_overflows, 0,
-        "the reader waited, never refused"
-    );
-    session.shutdown().await;
+    for batched in [false, true] {
+        let config = SessionConfig {
+            dispatcher_capacity: 64,
+            dispatcher_wait: std::time::Duration::from_secs(10),
+            ..SessionConfig::default()
+        };
+        let session = Session::spawn(command(&argv), config).expect("spawn the proxy");
+        within(120, "the flood through the proxy", async {
+            let mut taken = Vec::new();
+            let mut next = 1;
+            while next <= COUNT {
+                if batched {
+                    assert!(
+                        session.next_incoming_batch(&mut taken).await,
+                        "the stream ended after {} messages",
+                        next - 1
+                    );
+                } else {
+                    taken.extend(session.next_incoming().await);
+                    assert!(
+                        !taken.is_empty(),
+                        "the stream ended after {} messages",
+                        next - 1
+                    );
+                }
+                for message in taken.drain(..) {
+                    let value = message.json().expect("JSON");
+                    assert_eq!(
+                        value["params"]["data"],
+                        json!(next),
+                        "message {next} in order"
+                    );
+                    assert_eq!(message.method, "notifications/message");
+                    next += 1;
+                }
+            }
+            assert!(session.next_incoming().await.is_none(), "nothing more");
+        })
+        .await;
+        let metrics = session.metrics();
+        assert_eq!(metrics.frames, COUNT);
+        assert_eq!(
+            metrics.dispatcher_overflows, 0,
+            "the reader waited, never refused"
+        );
+        session.shutdown().await;
+    }
 }
