@@ -41,6 +41,16 @@ impl OwnedId {
     }
 }
 
+impl From<Id<'_>> for OwnedId {
+    fn from(id: Id<'_>) -> Self {
+        match id {
+            Id::Number(n) => OwnedId::Number(n.to_vec()),
+            Id::String(s) => OwnedId::String(s.to_vec()),
+            Id::Null => OwnedId::Null,
+        }
+    }
+}
+
 impl OwnedEnvelope {
     /// The borrowed form.
     pub fn as_envelope(&self) -> Envelope<'_> {
@@ -58,11 +68,7 @@ impl From<Envelope<'_>> for OwnedEnvelope {
     fn from(e: Envelope<'_>) -> Self {
         OwnedEnvelope {
             jsonrpc: e.jsonrpc.map(<[u8]>::to_vec),
-            id: e.id.map(|id| match id {
-                Id::Number(n) => OwnedId::Number(n.to_vec()),
-                Id::String(s) => OwnedId::String(s.to_vec()),
-                Id::Null => OwnedId::Null,
-            }),
+            id: e.id.map(OwnedId::from),
             method: e.method.map(<[u8]>::to_vec),
             has_result: e.has_result,
             has_error: e.has_error,

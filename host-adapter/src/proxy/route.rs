@@ -407,7 +407,7 @@ impl Router {
             self.forward_line(bytes);
             return;
         }
-        let id = envelope.id.as_ref().map(borrowed_id_token);
+        let id = envelope.id.as_ref().map(Id::to_json);
         match (self.direction, envelope.method, id) {
             (Direction::HostToServer, Some(method), Some(id)) => {
                 let is_tool_call = method == b"tools/call";
@@ -686,33 +686,8 @@ fn cancelled_request(frame: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The id as the JSON token it was written as.
-fn borrowed_id_token(id: &Id<'_>) -> Vec<u8> {
-    match *id {
-        Id::Number(raw) => raw.to_vec(),
-        Id::String(raw) => {
-            let mut token = Vec::with_capacity(raw.len() + 2);
-            token.push(b'"');
-            token.extend_from_slice(raw);
-            token.push(b'"');
-            token
-        }
-        Id::Null => b"null".to_vec(),
-    }
-}
-
-/// The id as the JSON token it was written as.
 pub(crate) fn id_token(id: &OwnedId) -> Vec<u8> {
-    match id {
-        OwnedId::Number(raw) => raw.clone(),
-        OwnedId::String(raw) => {
-            let mut token = Vec::with_capacity(raw.len() + 2);
-            token.push(b'"');
-            token.extend_from_slice(raw);
-            token.push(b'"');
-            token
-        }
-        OwnedId::Null => b"null".to_vec(),
-    }
+    id.as_id().to_json()
 }
 
 #[cfg(test)]

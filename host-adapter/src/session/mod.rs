@@ -640,15 +640,7 @@ fn notification_line(method: &str, params: &serde_json::Value) -> Vec<u8> {
 /// A response to a server request, echoing its id byte for byte.
 fn response_line(id: &OwnedId, answer: Result<serde_json::Value, (i64, String)>) -> Vec<u8> {
     let mut line = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
-    match id {
-        OwnedId::Number(raw) => line.extend_from_slice(raw),
-        OwnedId::String(raw) => {
-            line.push(b'"');
-            line.extend_from_slice(raw);
-            line.push(b'"');
-        }
-        OwnedId::Null => line.extend_from_slice(b"null"),
-    }
+    id.as_id().write_json(&mut line);
     let body = match answer {
         Ok(result) => serde_json::json!({ "result": result }),
         Err((code, message)) => {

@@ -371,7 +371,7 @@ impl Router {
             (Some(method), id) => {
                 let message = Incoming {
                     method: String::from_utf8_lossy(method).into_owned(),
-                    id: id.map(owned_id),
+                    id: id.map(OwnedId::from),
                     bytes: bytes.to_vec(),
                 };
                 if !overflow.is_empty() {
@@ -460,14 +460,6 @@ fn borrowed_our_id(id: &Id<'_>) -> Option<u64> {
     match id {
         Id::Number(raw) => numeric_id(raw),
         _ => None,
-    }
-}
-
-fn owned_id(id: Id<'_>) -> OwnedId {
-    match id {
-        Id::Number(raw) => OwnedId::Number(raw.to_vec()),
-        Id::String(raw) => OwnedId::String(raw.to_vec()),
-        Id::Null => OwnedId::Null,
     }
 }
 
