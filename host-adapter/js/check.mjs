@@ -32,6 +32,29 @@ export function plainEvent(e) {
 const stable = (v) => JSON.stringify(v, (_, x) => (x && typeof x === 'object' && !Array.isArray(x)
   ? Object.fromEntries(Object.keys(x).sort().map((k) => [k, x[k]])) : x));
 
+/** Compares one case's events and counters with the native framer's; adds to `failures`. */
+function compareCase(i, c, got, stats, failures) {
+  const what = `case ${i} (${c.name}, chunks ${JSON.stringify(c.chunks).slice(0, 40)})`;
+  if (got.length !== c.events.length) {
+    failures.push(`${what}: ${got.length} events, native gave ${c.events.length}`);
+    return;
+  }
+  const bad = got.findIndex((e, k) => stable(e) !== stable(c.events[k]));
+  if (bad >= 0) failures.push(`${what}: event ${bad} is ${stable(got[bad])}, native gave ${stable(c.events[bad])}`);
+  if (stable(stats) !== stable(c.stats)) {
+    failures.push(`${what}: stats ${stable(stats)}, native gave ${stable(c.stats)}`);
+  }
+}
+
+/** The chunks of case `c`: its sizes in turn, the last one cut at the end of the stream. */
+function* chunksOf(c, stream) {
+  for (let at = 0, step = 0; at < stream.length; step++) {
+    const len = Math.max(1, Math.min(c.chunks[step % c.chunks.length], stream.length - at));
+    yield stream.subarray(at, at + len);
+    at += len;
+  }
+}
+
 /**
  * `typed` runs the cases through `pushTyped`/`finishTyped` (the WIT's typed
  * batches) instead of the packed `push`/`finish`.
@@ -43,26 +66,44 @@ export function runCases(Framer, vectors, { typed = false } = {}) {
   const failures = [];
   let events = 0;
   for (const [i, c] of vectors.cases.entries()) {
-    const stream = streams[c.stream];
     const framer = new Framer(c.limits);
     const got = [];
-    for (let at = 0, step = 0; at < stream.length; step++) {
-      const len = Math.max(1, Math.min(c.chunks[step % c.chunks.length], stream.length - at));
-      for (const e of framer[push](stream.subarray(at, at + len))) got.push(plainEvent(e));
-      at += len;
+    for (const chunk of chunksOf(c, streams[c.stream])) {
+      for (const e of framer[push](chunk)) got.push(plainEvent(e));
     }
     for (const e of framer[finish]()) got.push(plainEvent(e));
     events += got.length;
-    const what = `case ${i} (${c.name}, chunks ${JSON.stringify(c.chunks).slice(0, 40)})`;
-    if (got.length !== c.events.length) {
-      failures.push(`${what}: ${got.length} events, native gave ${c.events.length}`);
-      continue;
-    }
-    const bad = got.findIndex((e, k) => stable(e) !== stable(c.events[k]));
-    if (bad >= 0) failures.push(`${what}: event ${bad} is ${stable(got[bad])}, native gave ${stable(c.events[bad])}`);
-    if (stable(framer.stats()) !== stable(c.stats)) {
-      failures.push(`${what}: stats ${stable(framer.stats())}, native gave ${stable(c.stats)}`);
-    }
+    compareCase(i, c, got, framer.stats(), failures);
+  }
+  return { cases: vectors.cases.length, events, failures };
+}
+
+/**
+ * The same cases through `FramerStream` (a WHATWG TransformStream): each
+ * case's chunks are written to it and its events read back as they come,
+ * then compared like `runCases`.
+ */
+export async function runStreamCases(FramerStream, vectors) {
+  const streams = vectors.streams.map(decode);
+  const failures = [];
+  let events = 0;
+  for (const [i, c] of vectors.cases.entries()) {
+    const framing = new FramerStream(c.limits);
+    const reader = framing.readable.getReader();
+    const reading = (async () => {
+      const got = [];
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return got;
+        got.push(plainEvent(value));
+      }
+    })();
+    const writer = framing.writable.getWriter();
+    for (const chunk of chunksOf(c, streams[c.stream])) await writer.write(chunk);
+    await writer.close();
+    const got = await reading;
+    events += got.length;
+    compareCase(i, c, got, framing.stats(), failures);
   }
   return { cases: vectors.cases.length, events, failures };
 }

@@ -256,3 +256,52 @@ export class Framer {
     this.#inner.reset();
   }
 }
+
+/**
+ * The framer as a WHATWG `TransformStream`: `Uint8Array` chunks in, the
+ * same events as `Framer.push` out (and `Framer.finish`'s when the writable
+ * side closes). For browsers and edge runtimes that get MCP over any byte
+ * stream:
+ *
+ *   const events = response.body.pipeThrough(new FramerStream({ maxFrameBytes: 4 << 20 }));
+ *   for await (const event of events) ...
+ *
+ * Byte fields are views of the chunks written (do not reuse a chunk after
+ * writing it) or of the line the framer assembled: no copies.
+ */
+export class FramerStream extends TransformStream {
+  #framer;
+
+  /**
+   * @param {Partial<typeof DEFAULT_LIMITS>} limits
+   * @param {QueuingStrategy<Uint8Array>} [writableStrategy]
+   * @param {QueuingStrategy<object>} [readableStrategy]
+   */
+  constructor(limits = {}, writableStrategy = undefined, readableStrategy = undefined) {
+    const framer = new Framer(limits);
+    super({
+      transform(chunk, controller) {
+        const bytes = chunk instanceof Uint8Array ? chunk
+          : ArrayBuffer.isView(chunk) ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+          : chunk instanceof ArrayBuffer ? new Uint8Array(chunk)
+          : null;
+        if (bytes === null) throw new TypeError('FramerStream takes Uint8Array (or ArrayBuffer) chunks');
+        for (const event of framer.push(bytes)) controller.enqueue(event);
+      },
+      flush(controller) {
+        for (const event of framer.finish()) controller.enqueue(event);
+      },
+    }, writableStrategy, readableStrategy);
+    this.#framer = framer;
+  }
+
+  /** The framer's counters, as Numbers. */
+  stats() {
+    return this.#framer.stats();
+  }
+
+  /** Bytes held for an unfinished line. */
+  buffered() {
+    return this.#framer.buffered();
+  }
+}

@@ -1,4 +1,4 @@
-// Runs the parity vectors in headless Chromium: serves this package on
+// Runs the parity vectors in headless Chromium (Framer and FramerStream): serves this package on
 // 127.0.0.1, opens browser/index.html, waits for the page's report.
 //
 //   npm run build && npm run test:browser
@@ -72,9 +72,10 @@ if (typeof outcome === 'string') {
   console.error(`browser parity: ${outcome}\n${stderr.slice(-2000)}`);
   process.exit(1);
 }
-const { cases, events, failures, ms, userAgent } = outcome;
-console.log(`browser parity (${userAgent}): ${cases} cases, ${events} events in ${ms} ms`);
+const { cases, events, failures, ms, userAgent, streamCases = 0, streamEvents = 0 } = outcome;
+console.log(`browser parity (${userAgent}): ${cases} cases, ${events} events in ${ms} ms`
+  + ` (FramerStream: ${streamCases} cases, ${streamEvents} events)`);
 for (const f of failures.slice(0, 10)) console.error(`  ${f}`);
-const passed = failures.length === 0 && cases > 100;
+const passed = failures.length === 0 && cases > 100 && streamCases > 100 && streamEvents > 1000;
 console.log(`${passed ? 1 : 0} passed, ${passed ? 0 : 1} failed`);
 process.exit(passed ? 0 : 1);
