@@ -49,6 +49,14 @@ cargo build -p drainpipe-host --features rmcp --examples
 step "the component in Node (jco)"
 (cd host-adapter/js && npm run build && npm test)
 
+step "GuardedStdioClientTransport under the official SDK clients (node --test)"
+# The fixture is target/debug/drainpipe (`cargo test --workspace` built it:
+# this is a no-op then); dist/ is from `npm run build`; the SDK clients and
+# servers from tests/peers/setup.sh. Before any pruning of target/debug.
+cargo build --quiet -p drainpipe-host --bin drainpipe
+DRAINPIPE_REQUIRE_PEERS=1 DRAINPIPE_BIN="$PWD/target/debug/drainpipe" \
+    node --test tests/peers/node/guarded-transport.test.mjs
+
 if [ "${DRAINPIPE_SKIP_BROWSER:-0}" != 1 ]; then
     step "the component in headless Chromium"
     if ! command -v chromium >/dev/null 2>&1; then

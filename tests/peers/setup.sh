@@ -2,7 +2,8 @@
 # Installs the real MCP peers the release suite runs against, at pinned
 # versions; idempotent (a second run with nothing changed does nothing).
 #
-#   tests/peers/node:   npm ci from the committed package-lock.json
+#   tests/peers/node:   npm ci from the committed package-lock.json (also what
+#                       guarded-transport.test.mjs runs the JS transport under)
 #                       (@modelcontextprotocol/sdk, @modelcontextprotocol/server-everything)
 #   tests/peers/python: a venv in .venv with python/requirements.txt (mcp and its deps)
 #
