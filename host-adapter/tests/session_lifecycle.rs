@@ -206,6 +206,41 @@ async fn negotiate_falls_back_to_initialize_and_pins_strictly() {
     }
     assert_eq!(session.revision(), None);
     shutdown_clean(&session).await;
+
+    // Pinned to a 2025 revision the fixture does not answer with: refused,
+    // not silently another revision.
+    let session = Session::spawn(fixture(&[]), SessionConfig::default()).expect("spawn");
+    let pinned = within(
+        10,
+        "negotiate",
+        session.negotiate(Protocol::Pin(Revision::V2025_11_25), &client, opts(5)),
+    )
+    .await;
+    match pinned {
+        Err(NegotiateError::NotOffered {
+            method: "initialize",
+            wanted: Revision::V2025_11_25,
+            offered,
+        }) => assert_eq!(offered, ["2025-06-18"]),
+        other => panic!("a pin is exact: {other:?}"),
+    }
+    assert_eq!(session.revision(), None);
+    shutdown_clean(&session).await;
+
+    // Two handshakes at once: one runs, the other finds it done.
+    let session = Session::spawn(fixture(&[]), SessionConfig::default()).expect("spawn");
+    let (first, second) = within(10, "two negotiations", async {
+        tokio::join!(
+            session.negotiate(Protocol::Auto, &client, opts(5)),
+            session.negotiate(Protocol::Auto, &client, opts(5)),
+        )
+    })
+    .await;
+    let outcomes = [first.is_ok(), second.is_ok()];
+    assert_eq!(outcomes.iter().filter(|ok| **ok).count(), 1, "{outcomes:?}");
+    let refused = if first.is_ok() { second } else { first };
+    assert_eq!(refused, Err(NegotiateError::Already(Revision::V2025_06_18)));
+    shutdown_clean(&session).await;
 }
 
 /// A server that ends on any opening but `initialize` (as servers on some

@@ -143,6 +143,8 @@ pub(crate) struct Shared {
     /// What [`Session::negotiate`] settled: the revision, and in 2026-07-28
     /// the envelope every request carries.
     negotiated: OnceLock<protocol::Settled>,
+    /// Held for the whole of a handshake, so two callers cannot both run one.
+    negotiating: tokio::sync::Mutex<()>,
 }
 
 impl Shared {
@@ -287,6 +289,7 @@ impl Session {
             killed: AtomicBool::new(false),
             close_stdin: CancellationToken::new(),
             negotiated: OnceLock::new(),
+            negotiating: tokio::sync::Mutex::new(()),
             config,
         });
         let writer = tokio::spawn(writer::run(

@@ -78,7 +78,8 @@ pub enum Protocol {
     /// 2025 `initialize` at 2025-06-18.
     #[default]
     Auto,
-    /// Exactly this revision, or fail.
+    /// Exactly this revision, or fail (a server that answers `initialize`
+    /// with another revision fails it too).
     Pin(Revision),
 }
 
@@ -196,6 +197,8 @@ impl Session {
         client: &ClientInfo,
         options: CallOptions,
     ) -> Result<Negotiated, NegotiateError> {
+        // One handshake at a time: a second caller waits, then finds it done.
+        let _one = self.shared().negotiating.lock().await;
         if let Some(revision) = self.revision() {
             return Err(NegotiateError::Already(revision));
         }
@@ -203,14 +206,14 @@ impl Session {
             Protocol::Pin(revision) if revision.is_stateless() => {
                 self.discover(revision, client, options).await
             }
-            Protocol::Pin(revision) => self.initialize(revision, client, options).await,
+            Protocol::Pin(revision) => self.initialize(revision, client, options, true).await,
             Protocol::Auto => {
                 let modern = Revision::V2026_07_28;
                 match self.discover(modern, client, options).await {
                     Ok(negotiated) => Ok(negotiated),
                     Err(error) if self.lost().is_some() => Err(error),
                     Err(_) => {
-                        self.initialize(Revision::V2025_06_18, client, options)
+                        self.initialize(Revision::V2025_06_18, client, options, false)
                             .await
                     }
                 }
@@ -241,7 +244,7 @@ impl Session {
         session.shutdown().await;
         let session = Session::spawn(command(), config)?;
         let outcome = session
-            .initialize(Revision::V2025_06_18, client, options)
+            .initialize(Revision::V2025_06_18, client, options, false)
             .await
             .map(|negotiated| Negotiated {
                 restarted: true,
@@ -306,11 +309,14 @@ impl Session {
         Ok(negotiated)
     }
 
+    /// The 2025 handshake, asking for `revision`; the server may answer
+    /// with another 2025 revision it prefers, taken unless `exact`.
     async fn initialize(
         &self,
         revision: Revision,
         client: &ClientInfo,
         options: CallOptions,
+        exact: bool,
     ) -> Result<Negotiated, NegotiateError> {
         const METHOD: &str = "initialize";
         let params = json!({
@@ -328,7 +334,12 @@ impl Session {
         // The server answers with the revision it will speak: the one asked
         // for, or another it prefers. Take any revision this library speaks.
         let answered = answer.result["protocolVersion"].as_str();
-        let Some(spoken) = answered.and_then(Revision::parse) else {
+        // A stateless revision has no `initialize`: an answer naming one is
+        // not a revision this handshake can settle.
+        let spoken = answered
+            .and_then(Revision::parse)
+            .filter(|spoken| !spoken.is_stateless() && (!exact || *spoken == revision));
+        let Some(spoken) = spoken else {
             return Err(NegotiateError::NotOffered {
                 method: METHOD,
                 wanted: revision,
