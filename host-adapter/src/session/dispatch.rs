@@ -67,7 +67,12 @@ impl DispatchSender {
         wait: Duration,
     ) -> Result<(), Incoming> {
         self.flush();
-        match tokio::time::timeout(wait, self.room.acquire()).await {
+        // A session dropped meanwhile gives no room back: stop waiting then.
+        let room = tokio::select! {
+            room = tokio::time::timeout(wait, self.room.acquire()) => room,
+            () = self.batches.closed() => return Err(message),
+        };
+        match room {
             Ok(Ok(permit)) => {
                 permit.forget();
                 self.batch.push(message);

@@ -6,6 +6,13 @@
 //! notifications go to the bounded dispatcher; when it is full the reader
 //! waits at most `dispatcher_wait` once, then applies the configured policy
 //! and stops waiting until a message fits again.
+//!
+//! Routing a read never waits: the messages of one read are handed to the
+//! dispatcher together (before any answer in the same read completes its
+//! call, so a caller sees what came first no later). A message that finds
+//! the dispatcher full is set aside with every one after it in that read
+//! (at most a read's worth, outside the dispatcher's count while they
+//! wait), and dispatched, waiting as above, once the read is routed.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -347,6 +354,9 @@ impl Router {
         let shared = &self.shared;
         match (envelope.method, envelope.id) {
             (None, id) if envelope.has_result || envelope.has_error => {
+                // What the server sent before this answer (progress, say)
+                // reaches the caller no later than the answer does.
+                self.dispatcher.flush();
                 let ours = id.as_ref().and_then(borrowed_our_id);
                 let delivered = match ours {
                     Some(id) => shared
@@ -420,6 +430,8 @@ impl Router {
             shared.counters.add_wait(started.elapsed());
             match pushed {
                 Ok(()) => return,
+                // Nobody takes messages any more: nothing to refuse.
+                Err(_) if self.dispatcher.is_closed() => return,
                 Err(message) => message,
             }
         };
