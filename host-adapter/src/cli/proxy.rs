@@ -42,8 +42,8 @@ pub(crate) struct ProxyArgs {
     #[arg(long, value_name = "N", default_value_t = Config::DEFAULT_MAX_DEPTH)]
     max_depth: u32,
     /// Bytes of whole messages queued per direction for a peer that reads
-    /// slowly (a larger message is queued alone).
-    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
+    /// slowly (a larger message is queued alone); at least 64KiB.
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_queue)]
     queue: usize,
     /// After the host closes stdin, how long the server gets to exit before
     /// SIGTERM (then 2 s more before SIGKILL).
@@ -205,13 +205,26 @@ fn parse_clip(text: &str) -> Result<usize, String> {
     Ok(size)
 }
 
-/// The host's stdin. A pipe (what hosts give their servers) is read
-/// directly through the runtime's reactor; anything else (a file, a
-/// terminal) through tokio's `stdin`, which reads on a blocking thread, one
-/// hand-off per read.
+/// `--queue`: a size of at least 64 KiB. A smaller queue holds less than a
+/// read, so every batch would wait for an empty queue; a bare small number
+/// is most likely a count of messages, which the option no longer takes.
+fn parse_queue(text: &str) -> Result<usize, String> {
+    const MIN: usize = 64 << 10;
+    let bytes = parse_size(text)?;
+    if bytes < MIN {
+        return Err(format!(
+            "{text} is below the smallest queue, 64KiB (the queue is counted in bytes, e.g. 1MiB)"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The host's stdin. A pipe (what hosts give their servers, when they do
+/// not give a socket) is read directly through the runtime's reactor;
+/// anything else (a file, a terminal, a socket) through tokio's `stdin`,
+/// which reads on a blocking thread, one hand-off per read.
 fn host_input() -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
-    use std::os::fd::AsFd;
-    if let Some(fd) = fifo(std::io::stdin().as_fd())
+    if let Some(fd) = private_pipe(0, false)
         && let Ok(pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
     {
         return Box::new(pipe);
@@ -222,11 +235,8 @@ fn host_input() -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
 /// The host's stdout: a pipe is written directly through the reactor,
 /// without the blocking thread tokio's `stdout` hands every write to (a
 /// round trip per write, which held the proxy to half the pipe's pace).
-/// The pipe is made non-blocking for that; its description is shared only
-/// with whoever else holds this end, normally nobody.
 fn host_output() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
-    use std::os::fd::AsFd;
-    if let Some(fd) = fifo(std::io::stdout().as_fd())
+    if let Some(fd) = private_pipe(1, true)
         && let Ok(pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(fd)
     {
         return Box::new(pipe);
@@ -234,13 +244,23 @@ fn host_output() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
     Box::new(tokio::io::stdout())
 }
 
-/// A duplicate of `fd` if it is a pipe.
-fn fifo(fd: std::os::fd::BorrowedFd<'_>) -> Option<std::os::fd::OwnedFd> {
-    use std::os::unix::fs::FileTypeExt;
-    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
-    file.metadata()
-        .ok()?
-        .file_type()
-        .is_fifo()
-        .then(|| file.into())
+/// If descriptor `fd` of this process is a pipe, the same pipe opened anew
+/// (through `/proc/self/fd`), for reading or `write`: a description of its
+/// own, which the reactor can make non-blocking without touching the one
+/// shared with the host, a shell around the proxy, or stderr redirected
+/// into the same pipe.
+fn private_pipe(fd: i32, write: bool) -> Option<std::os::fd::OwnedFd> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let path = format!("/proc/self/fd/{fd}");
+    if !std::fs::metadata(&path).ok()?.file_type().is_fifo() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        // Opening a pipe's end never waits for the other end this way.
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(&path)
+        .ok()?;
+    Some(file.into())
 }
