@@ -407,10 +407,16 @@ fn write_atomically(path: &Path, bytes: &[u8], like: &fs::Metadata) -> io::Resul
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let temporary = directory.join(format!(".{name}.drainpipe-{}.tmp", std::process::id()));
     let result = (|| {
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)?;
+        let mut options = fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        // Created with the file's own mode from the start: a config holding
+        // API keys (0600) must not sit readable by others, even briefly.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+            options.mode(like.permissions().mode() & 0o7777);
+        }
+        let mut file = options.open(&temporary)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);
