@@ -2,9 +2,10 @@
 # Installs the real MCP peers the release suite runs against, at pinned
 # versions; idempotent (a second run with nothing changed does nothing).
 #
-#   tests/peers/node:   npm ci from the committed package-lock.json (also what
-#                       guarded-transport.test.mjs runs the JS transport under)
-#                       (@modelcontextprotocol/sdk, @modelcontextprotocol/server-everything)
+#   tests/peers/node:   npm ci from the committed package-lock.json: the
+#                       TypeScript SDK 1.x and v2 clients and servers, and
+#                       server-everything and server-filesystem (the release
+#                       tests and guarded-transport.test.mjs run against them)
 #   tests/peers/python: a venv in .venv with python/requirements.txt (mcp and its deps)
 #
 # Needs node >= 20 with npm, and python3 >= 3.10 with the venv module.
