@@ -35,6 +35,16 @@
 //! it still fits; the output is never over the budget. What cannot be cut
 //! (keys, numbers, `_meta`) and does not fit is a [`CondenseError`].
 //!
+//! # Spilling
+//!
+//! With [`Condenser::with_links`], the condenser also reports the whole of
+//! each string it cuts, as it reads it ([`Spill`]: its start, its raw bytes
+//! in order, its end), so the caller can keep the full value elsewhere, and
+//! it keeps room in `content` for a `resource_link` block per value, which
+//! the caller writes once it knows where the values went
+//! ([`Links::fill`]). The remaining elements of a cut array are not
+//! reported.
+//!
 //! The input is assumed to be the valid JSON the framer checks on the same
 //! bytes; on anything else the condenser returns an error or output to be
 //! thrown away, never panics, and stays within its bounds.
@@ -68,11 +78,25 @@ const MAX_LISTED_CUTS: usize = 24;
 const MAX_MIRRORS: usize = 8;
 /// Key bytes kept (longer keys match no known member and are not listed).
 const MAX_KEY: usize = 256;
+/// Values reported for spilling and linked, at most, per response.
+pub const MAX_LINKS: usize = 8;
+/// Bytes kept, with links, for one `resource_link` block.
+const LINK_ROOM: usize = 320;
+/// Bytes kept, with links, for the notice's sentence about them.
+const LINK_NOTICE: usize = 160;
+/// Bytes kept for the links and their sentence.
+const LINKS_SLOT: usize = LINK_NOTICE + MAX_LINKS * LINK_ROOM;
+/// The longest URI, name or media type a link is written with.
+const MAX_LINK_FIELD: usize = 96;
 
 /// The smallest budget the condenser takes: room for its slots and a
 /// little content.
 pub const MIN_CONDENSE_BUDGET: usize =
     NOTICE_SLOT + MARKER_SLOT + TAIL_ROOM + REPLACEMENT_ROOM + SLACK + 1024;
+
+/// The smallest budget a condenser with links takes
+/// ([`Condenser::with_links`]).
+pub const MIN_LINKED_BUDGET: usize = MIN_CONDENSE_BUDGET + LINKS_SLOT;
 
 /// Why a response could not be condensed. One cause per variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,7 +153,94 @@ pub enum Condensed {
         original_bytes: u64,
         /// Values cut (strings, arrays, binary blocks).
         cuts: u64,
+        /// With [`Condenser::with_links`]: the values reported for spilling
+        /// and the room kept for their links in `frame`; `None` without, or
+        /// when the result has no `content` to hold them.
+        links: Option<Links>,
     },
+}
+
+/// What a spilled value holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SpillKind {
+    /// A string: its raw bytes decode (JSON string escapes) to the text.
+    Text,
+    /// The base64 `data` or `blob` of a content block: its raw bytes decode
+    /// (JSON escapes, then base64) to the binary value.
+    Binary,
+}
+
+/// The contents of a value the condenser cut, reported as it reads them
+/// ([`Condenser::feed_spilling`]). One value is open at a time; every
+/// `Start` is followed by its `Raw` pieces and, unless the input ends
+/// first, its `End`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Spill<'a> {
+    /// Value `value` (numbered from 0 in this response) was cut.
+    Start {
+        /// Its number.
+        value: u32,
+        /// What its bytes hold.
+        kind: SpillKind,
+    },
+    /// The next raw bytes of its contents (between the quotes, escapes as
+    /// written), from its first byte on.
+    Raw {
+        /// Its number.
+        value: u32,
+        /// The bytes.
+        bytes: &'a [u8],
+    },
+    /// Its closing quote was read: it is complete.
+    End {
+        /// Its number.
+        value: u32,
+    },
+}
+
+/// A value reported for spilling, as its link will describe it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Spilled {
+    /// Its number in [`Spill`] events.
+    pub value: u32,
+    /// What it holds.
+    pub kind: SpillKind,
+    /// Its JSON Pointer relative to `result` (empty when a key on its path
+    /// cannot be written as one).
+    pub pointer: String,
+    /// Its media type: a resource block's `mimeType`, else `text/plain`
+    /// for text and `application/octet-stream` for binary.
+    pub mime: String,
+    /// Whether its `End` was reported.
+    pub complete: bool,
+}
+
+/// Where a spilled value can be read in full, for its link.
+#[derive(Clone, Copy, Debug)]
+pub struct Link<'a> {
+    /// The URI to read it at (at most 96 bytes of printable ASCII other
+    /// than `"` and `\`; a longer or other one is not written).
+    pub uri: &'a str,
+    /// Its size in bytes, decoded (UTF-8 text, or the binary value).
+    pub size: u64,
+}
+
+/// The room a condenser with links kept in `content` (at most
+/// [`MAX_LINKS`] `resource_link` blocks) and the values they are for.
+/// The frame holds the notice without links until [`Links::fill`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Links {
+    /// Where the notice and link room starts in the frame, and its length.
+    at: usize,
+    len: usize,
+    /// The room starts with a `,` (the block follows others).
+    comma: bool,
+    /// The notice's text up to its closing sentence.
+    notice: Vec<u8>,
+    values: Vec<Spilled>,
 }
 
 /// Where a container stands in a `tools/call` response.
@@ -249,6 +360,8 @@ struct Str {
     captured: Vec<u8>,
     /// Its JSON Pointer segment.
     segment: Vec<u8>,
+    /// Its number, once it is cut and reported for spilling.
+    spill: Option<u32>,
 }
 
 /// A long text of one side (a content block's text, or a string in
@@ -267,6 +380,8 @@ struct Mirror {
     cut: Option<usize>,
     pointer: Vec<u8>,
     original: u64,
+    /// Whether it was reported for spilling (while cut, or at its shrink).
+    spilled: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -369,6 +484,14 @@ pub struct Condenser {
     /// A content block is being replaced: nothing more of it is written.
     replacing: bool,
     error: Option<CondenseError>,
+    /// Cut values are reported and linked ([`Condenser::with_links`]).
+    linking: bool,
+    /// The values reported, and for each the depth of the content block
+    /// it is in (its media type is known when the block closes).
+    spilled: Vec<(Spilled, Option<usize>)>,
+    /// Where the notice (and with links, the link room) starts, and its
+    /// length.
+    notice_len: usize,
 }
 
 impl Condenser {
@@ -401,7 +524,27 @@ impl Condenser {
             mirrors: Vec::new(),
             replacing: false,
             error: None,
+            linking: false,
+            spilled: Vec::new(),
+            notice_len: NOTICE_SLOT,
         })
+    }
+
+    /// Reports every string it cuts ([`Condenser::feed_spilling`]) and keeps
+    /// room for their links ([`Links`]). Needs a budget of at least
+    /// [`MIN_LINKED_BUDGET`].
+    pub fn with_links(mut self) -> Result<Self, CondenseError> {
+        if self.budget < MIN_LINKED_BUDGET {
+            return Err(CondenseError::BudgetTooSmall {
+                budget: self.budget,
+            });
+        }
+        if !self.linking && self.fed == 0 {
+            self.linking = true;
+            self.notice_len = NOTICE_SLOT + LINKS_SLOT;
+            self.reserve += LINKS_SLOT;
+        }
+        Ok(self)
     }
 
     /// The share of the room left that one long text may take, in 256ths
@@ -445,11 +588,22 @@ impl Condenser {
 
     /// Feeds the next piece of the line.
     pub fn feed(&mut self, bytes: &[u8]) -> Result<(), CondenseError> {
+        self.feed_spilling(bytes, &mut |_| {})
+    }
+
+    /// Feeds the next piece of the line, reporting to `spill` the contents
+    /// of the values it cuts (with [`Condenser::with_links`]; without, it
+    /// is never called).
+    pub fn feed_spilling(
+        &mut self,
+        bytes: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Result<(), CondenseError> {
         if let Some(error) = self.error {
             return Err(error);
         }
         self.fed += bytes.len() as u64;
-        let result = self.scan(bytes);
+        let result = self.scan(bytes, spill);
         if let Err(error) = result {
             self.error = Some(error);
         }
@@ -470,21 +624,26 @@ impl Condenser {
         if self.cut_count == 0 {
             return Ok(Condensed::Unchanged);
         }
-        self.fill_slots();
+        let links = self.fill_slots();
         debug_assert!(self.out.len() <= self.budget);
         Ok(Condensed::Cut {
             frame: self.out,
             original_bytes: self.fed,
             cuts: self.cut_count,
+            links,
         })
     }
 
-    fn scan(&mut self, bytes: &[u8]) -> Result<(), CondenseError> {
+    fn scan(
+        &mut self,
+        bytes: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Result<(), CondenseError> {
         let mut i = 0;
         while i < bytes.len() {
             match self.mode {
                 Mode::InString | Mode::InStringEscape => {
-                    i += self.string_bytes(&bytes[i..])?;
+                    i += self.string_bytes(&bytes[i..], spill)?;
                 }
                 Mode::InKey => {
                     let rest = &bytes[i..];
@@ -740,8 +899,8 @@ impl Condenser {
         match level.role {
             Role::Content if parent_is_result && self.notice_reserved => {
                 self.notice_reserved = false;
-                self.reserve -= NOTICE_SLOT;
-                self.notice_slot = Some(self.slot(NOTICE_SLOT, level.written > 0));
+                self.reserve -= self.notice_len;
+                self.notice_slot = Some(self.slot(self.notice_len, level.written > 0));
             }
             Role::Meta if parent_is_result && level.object && self.marker_reserved => {
                 self.marker_reserved = false;
@@ -752,7 +911,7 @@ impl Condenser {
             Role::Result => {
                 if self.notice_reserved {
                     self.notice_reserved = false;
-                    self.reserve -= NOTICE_SLOT;
+                    self.reserve -= self.notice_len;
                 }
                 if self.marker_reserved {
                     self.marker_reserved = false;
@@ -767,6 +926,15 @@ impl Condenser {
             }
             Role::Block => {
                 self.reserve -= REPLACEMENT_ROOM;
+                let depth = self.stack.len();
+                for (spilled, block) in &mut self.spilled {
+                    if *block == Some(depth) {
+                        *block = None;
+                        if let Some(mime) = media_type(&level.block_mime) {
+                            spilled.mime = mime;
+                        }
+                    }
+                }
                 if level.replace {
                     self.replacing = false;
                     self.out.truncate(level.block_start);
@@ -852,6 +1020,7 @@ impl Condenser {
             capture,
             captured: Vec::new(),
             segment,
+            spill: None,
         });
         self.mode = Mode::InString;
         Ok(())
@@ -859,31 +1028,35 @@ impl Condenser {
 
     /// Bytes inside a string value; returns how many were taken (up to and
     /// including the closing quote).
-    fn string_bytes(&mut self, bytes: &[u8]) -> Result<usize, CondenseError> {
+    fn string_bytes(
+        &mut self,
+        bytes: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Result<usize, CondenseError> {
         let mut i = 0;
         loop {
             if self.mode == Mode::InStringEscape {
-                let Some(&b) = bytes.get(i) else {
+                if i >= bytes.len() {
                     return Ok(i);
-                };
-                self.content(&[b])?;
+                }
+                self.content(&bytes[i..i + 1], spill)?;
                 self.mode = Mode::InString;
                 i += 1;
             }
             let rest = &bytes[i..];
             match memchr::memchr2(b'"', b'\\', rest) {
                 None => {
-                    self.content(rest)?;
+                    self.content(rest, spill)?;
                     return Ok(bytes.len());
                 }
                 Some(k) => {
-                    self.content(&rest[..k])?;
+                    self.content(&rest[..k], spill)?;
                     i += k + 1;
                     if rest[k] == b'"' {
-                        self.end_string()?;
+                        self.end_string(spill)?;
                         return Ok(i);
                     }
-                    self.content(b"\\")?;
+                    self.content(b"\\", spill)?;
                     self.mode = Mode::InStringEscape;
                 }
             }
@@ -891,7 +1064,11 @@ impl Condenser {
     }
 
     /// Raw contents of the current string value.
-    fn content(&mut self, piece: &[u8]) -> Result<(), CondenseError> {
+    fn content(
+        &mut self,
+        piece: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Result<(), CondenseError> {
         if piece.is_empty() {
             return Ok(());
         }
@@ -906,6 +1083,12 @@ impl Condenser {
                 .extend_from_slice(&piece[..piece.len().min(room)]);
         }
         if s.cut {
+            if let Some(value) = s.spill {
+                spill(Spill::Raw {
+                    value,
+                    bytes: piece,
+                });
+            }
             return Ok(());
         }
         let kept = self.out.len() - s.out_start;
@@ -926,6 +1109,11 @@ impl Condenser {
                     {
                         block.replace = true;
                         self.replacing = true;
+                    }
+                    if self.linking && self.spilled.len() < MAX_LINKS {
+                        let start = self.out.len() - kept;
+                        let head = self.out[start..].to_vec();
+                        self.spill_cut(SpillKind::Binary, &head, piece, spill);
                     }
                     return Ok(());
                 }
@@ -949,6 +1137,11 @@ impl Condenser {
             self.out.extend_from_slice(piece);
             return Ok(());
         }
+        // Cut here: what was read of it so far is the kept head and this
+        // piece. The head is copied before it is shortened, and reported
+        // after the mirrors it shrinks (one value open at a time).
+        let head = (self.linking && self.spilled.len() < MAX_LINKS)
+            .then(|| self.out[s.out_start..s.out_start + kept].to_vec());
         self.out
             .extend_from_slice(&piece[..limit.saturating_sub(kept)]);
         let start = s.out_start;
@@ -960,21 +1153,98 @@ impl Condenser {
         let candidates = s.candidates;
         for bit in 0..self.mirrors.len() {
             if candidates & (1 << bit) != 0 {
-                self.shrink(bit, boundary);
+                self.shrink(bit, boundary, spill);
             }
+        }
+        if let Some(head) = head {
+            self.spill_cut(SpillKind::Text, &head, piece, spill);
         }
         Ok(())
     }
 
+    /// The current string is cut, `head` of it read before `piece`: with
+    /// links, reports it from its first byte.
+    fn spill_cut(
+        &mut self,
+        kind: SpillKind,
+        head: &[u8],
+        piece: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) {
+        let Some(s) = self.string.as_ref() else {
+            return;
+        };
+        let segment = s.segment.clone();
+        let pointer = self.pointer(&segment);
+        let Some(value) = self.spill_start(kind, pointer, spill) else {
+            return;
+        };
+        spill(Spill::Raw { value, bytes: head });
+        spill(Spill::Raw {
+            value,
+            bytes: piece,
+        });
+        if let Some(s) = self.string.as_mut() {
+            s.spill = Some(value);
+        }
+    }
+
+    /// Numbers a value to report, if links are on and there is room for
+    /// its link, and reports its start.
+    fn spill_start(
+        &mut self,
+        kind: SpillKind,
+        pointer: Vec<u8>,
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Option<u32> {
+        if !self.linking || self.spilled.len() >= MAX_LINKS {
+            return None;
+        }
+        let value = self.spilled.len() as u32;
+        let block = self.stack.iter().rposition(|l| l.role == Role::Block);
+        let mime = match kind {
+            SpillKind::Text => "text/plain",
+            SpillKind::Binary => "application/octet-stream",
+        };
+        self.spilled.push((
+            Spilled {
+                value,
+                kind,
+                pointer: String::from_utf8_lossy(&pointer).into_owned(),
+                mime: String::from(mime),
+                complete: false,
+            },
+            block,
+        ));
+        spill(Spill::Start { value, kind });
+        Some(value)
+    }
+
     /// Cuts mirror candidate `index` to its first `len` bytes, in place:
     /// what follows it in the output moves back.
-    fn shrink(&mut self, index: usize, len: usize) {
+    fn shrink(&mut self, index: usize, len: usize, spill: &mut dyn FnMut(Spill<'_>)) {
         let (start, old) = {
             let m = &self.mirrors[index];
             (m.start, m.len)
         };
         if len >= old {
             return;
+        }
+        // Kept whole until now, it is whole in the output: reported before
+        // it is shortened, it is kept in full too.
+        if self.mirrors[index].whole && !self.mirrors[index].spilled {
+            let pointer = self.mirrors[index].pointer.clone();
+            if let Some(value) = self.spill_start(SpillKind::Text, pointer, spill) {
+                spill(Spill::Raw {
+                    value,
+                    bytes: &self.out[start..start + old],
+                });
+                spill(Spill::End { value });
+                self.spilled[value as usize].0.complete = true;
+                // Its block (if any) is closed: its media type stays.
+                self.spilled[value as usize].1 = None;
+                self.mirrors[index].spilled = true;
+            }
         }
         let delta = old - len;
         let from = start + len;
@@ -1013,11 +1283,17 @@ impl Condenser {
         }
     }
 
-    fn end_string(&mut self) -> Result<(), CondenseError> {
+    fn end_string(&mut self, spill: &mut dyn FnMut(Spill<'_>)) -> Result<(), CondenseError> {
         self.mode = Mode::After;
         let Some(s) = self.string.take() else {
             return Ok(());
         };
+        if let Some(value) = s.spill {
+            spill(Spill::End { value });
+            if let Some((spilled, _)) = self.spilled.get_mut(value as usize) {
+                spilled.complete = true;
+            }
+        }
         if s.capture != Capture::None
             && let Some(block) = self.stack.iter_mut().rev().find(|l| l.role == Role::Block)
         {
@@ -1061,6 +1337,7 @@ impl Condenser {
                 cut,
                 pointer,
                 original: s.len,
+                spilled: s.spill.is_some(),
             });
         }
         self.out.push(b'"');
@@ -1201,7 +1478,7 @@ fn replacement_text(block: &Level, budget: usize) -> Vec<u8> {
 
 impl Condenser {
     /// Fills the notice and marker slots, now that the sizes are known.
-    fn fill_slots(&mut self) {
+    fn fill_slots(&mut self) -> Option<Links> {
         let kept = self.out.len();
         if let Some((at, wrapped)) = self.marker_slot {
             let comma = self.out[at] == b',';
@@ -1234,39 +1511,138 @@ impl Condenser {
             text.extend_from_slice(close);
             self.out[at..at + text.len()].copy_from_slice(&text);
         }
-        if let Some(at) = self.notice_slot {
-            let comma = self.out[at] == b',';
-            let mut text = Vec::with_capacity(NOTICE_SLOT);
-            if comma {
-                text.push(b',');
+        let at = self.notice_slot?;
+        let comma = self.out[at] == b',';
+        let mut body = Vec::with_capacity(NOTICE_SLOT);
+        let _ = write!(
+            Digits(&mut body),
+            "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} (it was {} bytes): {} value(s) cut, each keeping its beginning",
+            self.budget,
+            self.fed,
+            self.cut_count
+        );
+        for (n, cut) in self.cuts.iter().enumerate() {
+            let mut item = Vec::new();
+            let _ = write!(
+                Digits(&mut item),
+                "{}{} kept {} of {} {}",
+                if n == 0 { ": " } else { "; " },
+                String::from_utf8_lossy(&cut.pointer),
+                cut.kept,
+                cut.original,
+                cut.unit
+            );
+            if NOTICE_HEAD.len() + body.len() + item.len() + NOTICE_END.len() + 1 > NOTICE_SLOT {
+                break;
             }
-            text.extend_from_slice(b"{\"type\":\"text\",\"text\":\"");
+            body.extend_from_slice(&item);
+        }
+        let links = Links {
+            at,
+            len: self.notice_len,
+            comma,
+            notice: body,
+            values: self.spilled.drain(..).map(|(spilled, _)| spilled).collect(),
+        };
+        links.fill(&mut self.out, |_| None);
+        self.linking.then_some(links)
+    }
+}
+
+/// The notice block's start, and its end when nothing is linked.
+const NOTICE_HEAD: &[u8] = b"{\"type\":\"text\",\"text\":\"";
+const NOTICE_END: &[u8] = b". Details: _meta io.drainpipe/truncated.\"}";
+
+impl Links {
+    /// The values reported for spilling, by number.
+    pub fn values(&self) -> &[Spilled] {
+        &self.values
+    }
+
+    /// Writes into `frame` (the one it came with) the notice and a
+    /// `resource_link` block for each value `link` gives a place for; the
+    /// notice then says they are linked. A value left without a link (or
+    /// whose link does not fit) is still said to be cut. Returns how many
+    /// links were written. Calling it again rewrites the room.
+    pub fn fill<'u>(
+        &self,
+        frame: &mut [u8],
+        mut link: impl FnMut(&Spilled) -> Option<Link<'u>>,
+    ) -> usize {
+        let Some(room) = frame.get_mut(self.at..self.at + self.len) else {
+            return 0;
+        };
+        let mut blocks = Vec::new();
+        let mut linked = 0;
+        for value in &self.values {
+            let Some(place) = link(value) else {
+                continue;
+            };
+            let Some(block) = link_block(value, &place) else {
+                continue;
+            };
+            if NOTICE_SLOT + LINK_NOTICE + blocks.len() + block.len() > self.len {
+                break;
+            }
+            blocks.extend_from_slice(&block);
+            linked += 1;
+        }
+        let mut text = Vec::with_capacity(self.len);
+        if self.comma {
+            text.push(b',');
+        }
+        text.extend_from_slice(NOTICE_HEAD);
+        text.extend_from_slice(&self.notice);
+        if linked > 0 {
             let _ = write!(
                 Digits(&mut text),
-                "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} (it was {} bytes): {} value(s) cut, each keeping its beginning",
-                self.budget,
-                self.fed,
-                self.cut_count
+                ". The full value of {linked} of them is linked below (resource_link): read it with resources/read or the drainpipe_read tool"
             );
-            let end: &[u8] = b". Details: _meta io.drainpipe/truncated.\"}";
-            for (n, cut) in self.cuts.iter().enumerate() {
-                let mut item = Vec::new();
-                let _ = write!(
-                    Digits(&mut item),
-                    "{}{} kept {} of {} {}",
-                    if n == 0 { ": " } else { "; " },
-                    String::from_utf8_lossy(&cut.pointer),
-                    cut.kept,
-                    cut.original,
-                    cut.unit
-                );
-                if text.len() + item.len() + end.len() > NOTICE_SLOT {
-                    break;
-                }
-                text.extend_from_slice(&item);
-            }
-            text.extend_from_slice(end);
-            self.out[at..at + text.len()].copy_from_slice(&text);
         }
+        text.extend_from_slice(NOTICE_END);
+        text.extend_from_slice(&blocks);
+        if text.len() > room.len() {
+            return 0;
+        }
+        room[..text.len()].copy_from_slice(&text);
+        room[text.len()..].fill(b' ');
+        linked
     }
+}
+
+/// A `resource_link` block, with its leading comma; `None` if a field
+/// cannot be written as it is.
+fn link_block(value: &Spilled, place: &Link<'_>) -> Option<Vec<u8>> {
+    let plain = |field: &str| {
+        field.len() <= MAX_LINK_FIELD
+            && field
+                .bytes()
+                .all(|c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\')
+    };
+    let name = match value.pointer.strip_prefix('/') {
+        Some(name) if plain(name) && !name.is_empty() => String::from(name),
+        _ => alloc::format!("value {}", value.value),
+    };
+    if !plain(place.uri) || !plain(&value.mime) {
+        return None;
+    }
+    let mut block = Vec::with_capacity(LINK_ROOM);
+    let _ = write!(
+        Digits(&mut block),
+        ",{{\"type\":\"resource_link\",\"uri\":\"{}\",\"name\":\"{name}\",\"mimeType\":\"{}\",\"size\":{}}}",
+        place.uri,
+        value.mime,
+        place.size
+    );
+    (block.len() <= LINK_ROOM).then_some(block)
+}
+
+/// A block's `mimeType` as a link writes it, if it is a plain one.
+fn media_type(raw: &[u8]) -> Option<String> {
+    let plain = !raw.is_empty()
+        && raw.len() <= MAX_LINK_FIELD
+        && raw.iter().all(|&c| {
+            c.is_ascii_alphanumeric() || matches!(c, b'/' | b'-' | b'+' | b'.' | b';' | b'=' | b' ')
+        });
+    plain.then(|| String::from_utf8_lossy(raw).into_owned())
 }

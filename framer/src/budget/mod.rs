@@ -31,7 +31,10 @@ mod result;
 mod wire;
 
 pub use capture::{Capture, CaptureReport, CapturedOutput};
-pub use condense::{CondenseError, Condensed, Condenser, MARKER_KEY, MIN_CONDENSE_BUDGET};
+pub use condense::{
+    CondenseError, Condensed, Condenser, Link, Links, MARKER_KEY, MAX_LINKS, MIN_CONDENSE_BUDGET,
+    MIN_LINKED_BUDGET, Spill, SpillKind, Spilled,
+};
 pub use config::{BudgetError, Continuation, ResultConfig};
 pub use result::{BudgetedResult, Pushed, ResultBuilder};
 pub use wire::{escaped_len, longest_prefix_within, value_wire_len};

@@ -10,6 +10,10 @@
 //! appended to `content`, the marker merged into `_meta`); a mirror in
 //! `structuredContent` is cut like the text it mirrors; the marker's sizes
 //! are the real ones.
+//!
+//! With links ([`condense_linked`]): every value reported for spilling
+//! decodes to the original value at its pointer, and the output holds one
+//! `resource_link` block per linked value after the notice.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -19,7 +23,7 @@ use alloc::vec::Vec;
 use serde_json::{Map, Value, json};
 
 use super::Rng;
-use crate::budget::{Condensed, Condenser, MARKER_KEY};
+use crate::budget::{Condensed, Condenser, Link, MARKER_KEY, Spill, SpillKind, Spilled};
 
 /// Characters that exercise every escape and UTF-8 width.
 const CHARS: &[char] = &[
@@ -144,6 +148,139 @@ pub fn condense_split(line: &[u8], budget: usize, lengths: &[usize]) -> Result<C
     condenser.finish().map_err(|e| e.to_string())
 }
 
+/// A value reported for spilling, with the raw bytes reported for it.
+#[derive(Clone, Debug)]
+pub struct SpilledRaw {
+    /// What the condenser said of it at the end.
+    pub spilled: Spilled,
+    /// Its raw bytes, in order.
+    pub raw: Vec<u8>,
+    /// Whether its `End` came.
+    pub ended: bool,
+}
+
+/// Condenses `line` like [`condense_split`] with links on, collecting the
+/// spilled values and checking the order of the events, then fills every
+/// link with `test://v/<n>` and the raw size.
+pub fn condense_linked(
+    line: &[u8],
+    budget: usize,
+    lengths: &[usize],
+) -> Result<(Condensed, Vec<SpilledRaw>), String> {
+    let mut condenser = Condenser::new(budget)
+        .and_then(Condenser::with_links)
+        .map_err(|e| e.to_string())?;
+    let mut raws: Vec<(Vec<u8>, bool)> = Vec::new();
+    let mut open: Option<u32> = None;
+    let mut order = Ok(());
+    let mut on_spill = |event: Spill<'_>| match event {
+        Spill::Start { value, .. } => {
+            if open.is_some() || value as usize != raws.len() {
+                order = Err(format!("start {value} out of order"));
+            }
+            open = Some(value);
+            raws.push((Vec::new(), false));
+        }
+        Spill::Raw { value, bytes } => match raws.get_mut(value as usize) {
+            Some((raw, false)) if open == Some(value) => raw.extend_from_slice(bytes),
+            _ => order = Err(format!("raw bytes of {value} while it is not open")),
+        },
+        Spill::End { value } => {
+            if open != Some(value) {
+                order = Err(format!("end of {value} while it is not open"));
+            }
+            open = None;
+            if let Some(entry) = raws.get_mut(value as usize) {
+                entry.1 = true;
+            }
+        }
+    };
+    let mut rest = line;
+    let mut step = 0;
+    while !rest.is_empty() {
+        let len = lengths
+            .get(step % lengths.len().max(1))
+            .copied()
+            .unwrap_or(rest.len())
+            .clamp(1, rest.len());
+        step += 1;
+        let (piece, tail) = rest.split_at(len);
+        condenser
+            .feed_spilling(piece, &mut on_spill)
+            .map_err(|e| e.to_string())?;
+        rest = tail;
+    }
+    order?;
+    let mut outcome = condenser.finish().map_err(|e| e.to_string())?;
+    let mut spilled = Vec::new();
+    if let Condensed::Cut { frame, links, .. } = &mut outcome {
+        if let Some(links) = links {
+            if links.values().len() != raws.len() {
+                return Err("values listed are not the values reported".into());
+            }
+            let uris: Vec<String> = (0..raws.len()).map(|n| format!("test://v/{n}")).collect();
+            links.fill(frame, |value| {
+                let n = value.value as usize;
+                Some(Link {
+                    uri: &uris[n],
+                    size: raws[n].0.len() as u64,
+                })
+            });
+            for (value, (raw, ended)) in links.values().iter().zip(raws) {
+                if value.complete != ended {
+                    return Err("complete differs from the end reported".into());
+                }
+                spilled.push(SpilledRaw {
+                    spilled: value.clone(),
+                    raw,
+                    ended,
+                });
+            }
+        } else if !raws.is_empty() {
+            return Err("values reported without room for their links".into());
+        }
+    } else if !raws.is_empty() {
+        return Err("values reported for an unchanged result".into());
+    }
+    Ok((outcome, spilled))
+}
+
+/// Checks the spilled values of `original`: each one ended is, decoded,
+/// the original value at its pointer (a string, or a block's base64).
+pub fn check_spilled(original: &[u8], spilled: &[SpilledRaw]) -> Result<(), String> {
+    let before: Value = serde_json::from_slice(original).map_err(|e| format!("original: {e}"))?;
+    for value in spilled {
+        if !value.ended {
+            return Err(format!("value {} never ended", value.spilled.value));
+        }
+        let mut quoted = Vec::with_capacity(value.raw.len() + 2);
+        quoted.push(b'"');
+        quoted.extend_from_slice(&value.raw);
+        quoted.push(b'"');
+        let decoded: String = serde_json::from_slice(&quoted)
+            .map_err(|e| format!("value {} does not decode: {e}", value.spilled.value))?;
+        if value.spilled.pointer.is_empty() {
+            continue;
+        }
+        let at = before["result"]
+            .pointer(&value.spilled.pointer)
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("no string at {}", value.spilled.pointer))?;
+        if at != decoded {
+            return Err(format!(
+                "{} spilled differs from the original",
+                value.spilled.pointer
+            ));
+        }
+        let binary =
+            value.spilled.pointer.ends_with("/data") || value.spilled.pointer.ends_with("/blob");
+        if binary != (value.spilled.kind == SpillKind::Binary) {
+            return Err(format!("{} has the wrong kind", value.spilled.pointer));
+        }
+    }
+    Ok(())
+}
+
 /// Checks `condensed`, the condenser's answer for `original` under
 /// `budget` (see the module docs). `Err` says what is wrong.
 pub fn check_condensed(
@@ -224,8 +361,16 @@ pub fn check_condensed(
             result_object.remove("_meta");
         }
     }
-    // The notice.
+    // The links (`test://` ones, from `condense_linked`), then the notice.
     if let Some(Value::Array(content)) = result_object.get_mut("content") {
+        let mut links = 0;
+        while content.last().is_some_and(|b| {
+            b["type"] == "resource_link"
+                && b["uri"].as_str().is_some_and(|u| u.starts_with("test://"))
+        }) {
+            content.pop();
+            links += 1;
+        }
         let notice = content.pop().ok_or("no notice block")?;
         if notice["type"] != "text"
             || !notice["text"]
@@ -233,6 +378,12 @@ pub fn check_condensed(
                 .is_some_and(|t| t.starts_with("[drainpipe]"))
         {
             return Err(format!("last content block is not the notice: {notice}"));
+        }
+        let says_linked = notice["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("resource_link"));
+        if says_linked != (links > 0) {
+            return Err(format!("{links} links, but the notice says: {notice}"));
         }
     }
     within(original_result, &result, "")

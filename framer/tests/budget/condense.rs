@@ -2,9 +2,15 @@
 //! generated `tools/call` responses, budgets and chunkings, checked by the
 //! shared oracle (`testing::condense`).
 
-use drainpipe_framer::budget::{CondenseError, Condensed, Condenser, MIN_CONDENSE_BUDGET};
+use drainpipe_framer::budget::{
+    CondenseError, Condensed, Condenser, MAX_LINKS, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET,
+    SpillKind,
+};
 use drainpipe_framer::testing::Rng;
-use drainpipe_framer::testing::condense::{check_condensed, condense_split, text, tool_response};
+use drainpipe_framer::testing::condense::{
+    SpilledRaw, check_condensed, check_spilled, condense_linked, condense_split, text,
+    tool_response,
+};
 use serde_json::{Value, json};
 
 fn condense(line: &[u8], budget: usize) -> Condensed {
@@ -117,6 +123,127 @@ fn property_condensed_results_are_valid_bounded_and_honest() {
                     }
                     // Chunking does not change the result.
                     assert_eq!(condense_split(&line, budget, &[]).unwrap(), outcome);
+                }
+                Err(e) => assert!(e.contains("cannot be cut"), "seed {seed}: {e}"),
+            }
+        });
+}
+
+/// Condenses with links, checking the output and the spilled values.
+fn linked(line: &[u8], budget: usize, lengths: &[usize]) -> (Value, Vec<SpilledRaw>) {
+    let (outcome, spilled) = condense_linked(line, budget, lengths).expect("condenses");
+    check_condensed(line, budget, &outcome).unwrap_or_else(|e| panic!("{e}"));
+    check_spilled(line, &spilled).unwrap_or_else(|e| panic!("{e}"));
+    (frame(&outcome), spilled)
+}
+
+#[test]
+fn a_cut_text_is_reported_whole_and_linked_after_the_notice() {
+    let mut rng = Rng::new(5);
+    let t = text(&mut rng, 200_000);
+    let line = json!({"result": {"content": [{"type": "text", "text": t}], "structuredContent": {"content": t}}, "jsonrpc": "2.0", "id": 7}).to_string();
+    for lengths in [&[][..], &[1], &[7, 4093], &[65_536]] {
+        let (value, spilled) = linked(line.as_bytes(), 64 << 10, lengths);
+        // The text and its mirror, each in full.
+        assert_eq!(spilled.len(), 2, "{lengths:?}");
+        assert_eq!(spilled[0].spilled.pointer, "/content/0/text");
+        assert_eq!(spilled[1].spilled.pointer, "/structuredContent/content");
+        assert_eq!(spilled[0].spilled.mime, "text/plain");
+        let content = value["result"]["content"].as_array().unwrap();
+        assert_eq!(content.len(), 4, "text, notice, two links");
+        assert_eq!(content[2]["type"], "resource_link");
+        assert_eq!(content[2]["uri"], "test://v/0");
+        assert_eq!(content[2]["name"], "content/0/text");
+        assert_eq!(content[2]["size"], spilled[0].raw.len());
+        assert!(
+            content[1]["text"]
+                .as_str()
+                .unwrap()
+                .contains("drainpipe_read")
+        );
+    }
+}
+
+#[test]
+fn a_mirror_kept_whole_then_shrunk_is_reported_whole() {
+    // The mirror comes first and fits; the text after it is cut, and the
+    // mirror shrunk to the same prefix: both are reported in full.
+    let t = "m".repeat(20_000);
+    let line = json!({"result": {"structuredContent": {"content": t}, "content": [{"type": "text", "text": t}]}, "jsonrpc": "2.0", "id": 1}).to_string();
+    let (value, spilled) = linked(line.as_bytes(), 30 << 10, &[1000]);
+    let pointers: Vec<&str> = spilled.iter().map(|s| s.spilled.pointer.as_str()).collect();
+    assert!(
+        pointers.contains(&"/structuredContent/content"),
+        "{pointers:?}"
+    );
+    assert!(pointers.contains(&"/content/0/text"), "{pointers:?}");
+    assert_eq!(
+        value["result"]["structuredContent"]["content"],
+        value["result"]["content"][0]["text"]
+    );
+}
+
+#[test]
+fn a_left_out_binary_value_is_reported_with_its_media_type() {
+    let data = "QUJD".repeat(50_000);
+    // `mimeType` after `data`: known only when the block closes.
+    let line = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "image", "data": data, "mimeType": "image/png"}]}}).to_string();
+    let (value, spilled) = linked(line.as_bytes(), 16 << 10, &[333]);
+    assert_eq!(spilled.len(), 1);
+    assert_eq!(spilled[0].spilled.kind, SpillKind::Binary);
+    assert_eq!(spilled[0].spilled.mime, "image/png");
+    assert_eq!(spilled[0].raw, data.as_bytes());
+    let link = &value["result"]["content"][2];
+    assert_eq!(link["mimeType"], "image/png");
+    assert_eq!(link["name"], "content/0/data");
+}
+
+#[test]
+fn at_most_max_links_values_are_reported() {
+    let blocks: Vec<Value> = (0..20)
+        .map(|i| json!({"type": "text", "text": format!("{i}").repeat(3_000)}))
+        .collect();
+    let line = json!({"jsonrpc": "2.0", "id": 3, "result": {"content": blocks}}).to_string();
+    let (value, spilled) = linked(line.as_bytes(), MIN_LINKED_BUDGET + 8_000, &[]);
+    assert!(spilled.len() <= MAX_LINKS);
+    let links = value["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "resource_link")
+        .count();
+    assert_eq!(links, spilled.len());
+}
+
+#[test]
+fn links_need_their_room() {
+    assert_eq!(
+        Condenser::new(MIN_CONDENSE_BUDGET)
+            .and_then(Condenser::with_links)
+            .unwrap_err(),
+        CondenseError::BudgetTooSmall {
+            budget: MIN_CONDENSE_BUDGET
+        }
+    );
+}
+
+#[test]
+fn property_linked_results_are_valid_bounded_honest_and_complete() {
+    bolero::check!()
+        .with_type::<(u64, u16, u64)>()
+        .for_each(|&(seed, budget, split)| {
+            let mut rng = Rng::new(seed);
+            let line = tool_response(&mut rng);
+            let budget = MIN_LINKED_BUDGET + usize::from(budget) * 4;
+            let mut split_rng = Rng::new(split);
+            let lengths: Vec<usize> = (0..8).map(|_| 1 + split_rng.below(5_000)).collect();
+            match condense_linked(&line, budget, &lengths) {
+                Ok((outcome, spilled)) => {
+                    if let Err(e) = check_condensed(&line, budget, &outcome)
+                        .and_then(|()| check_spilled(&line, &spilled))
+                    {
+                        panic!("seed {seed}, budget {budget}: {e}");
+                    }
                 }
                 Err(e) => assert!(e.contains("cannot be cut"), "seed {seed}: {e}"),
             }
