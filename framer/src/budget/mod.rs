@@ -16,8 +16,11 @@
 //! - [`Condenser`] (host side, on the wire): turns a response of any size,
 //!   fed as it streams, into a valid one within a budget that says what was
 //!   cut, holding at most the budget.
+//! - [`Unescaper`] (host side, on the wire): decodes a long string's
+//!   escaped contents, fed as they stream, into UTF-8 text in constant
+//!   memory, so a kept text can be written out as it arrives.
 //! - [`escaped_len`], [`value_wire_len`], [`longest_prefix_within`]: the
-//!   byte counting all three rely on.
+//!   byte counting the first three rely on.
 //!
 //! Like the rest of the crate: no IO, no clocks, no `unsafe`, `no_std` with
 //! `alloc`.
@@ -28,6 +31,7 @@ mod config;
 mod layout;
 mod notice;
 mod result;
+mod unescape;
 mod wire;
 
 pub use capture::{Capture, CaptureReport, CapturedOutput};
@@ -37,4 +41,5 @@ pub use condense::{
 };
 pub use config::{BudgetError, Continuation, ResultConfig};
 pub use result::{BudgetedResult, Pushed, ResultBuilder};
+pub use unescape::{UnescapeError, Unescaper};
 pub use wire::{escaped_len, longest_prefix_within, value_wire_len};

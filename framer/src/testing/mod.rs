@@ -11,6 +11,7 @@ use crate::{Config, Framer, Stats};
 
 pub mod condense;
 mod naive;
+pub mod unescape;
 pub mod workload;
 
 pub use naive::{reference_outcomes, serde_envelope};

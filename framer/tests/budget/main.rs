@@ -1,10 +1,12 @@
-//! The result budget, bounded capture and host-side condensing: table tests at
-//! the edges, and bolero properties for every invariant of issue 3, checked
-//! against `serde_json` as the oracle for bytes on the wire.
+//! The result budget, bounded capture, host-side condensing and string
+//! decoding: table tests at the edges, and bolero properties for every
+//! invariant of issue 3, checked against `serde_json` as the oracle for bytes
+//! on the wire.
 
 mod capture;
 mod condense;
 mod result;
+mod unescape;
 mod wire;
 
 use drainpipe_framer::budget::{
