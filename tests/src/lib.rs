@@ -10,6 +10,7 @@
 mod bounds;
 pub mod peers;
 pub mod procs;
+pub mod text_file;
 
 pub use bounds::{opts, opts_ms, start_tool, tool, wait_until, within};
 

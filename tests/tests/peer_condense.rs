@@ -9,41 +9,12 @@
 //!
 //! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use drainpipe_release::peers::{self, proxy_argv, run_client};
+use drainpipe_release::text_file::TextFile;
 use drainpipe_release::*;
 use serde_json::json;
-
-/// A private directory with one generated text file, removed when dropped.
-struct TextFile {
-    dir: PathBuf,
-    path: PathBuf,
-}
-
-impl TextFile {
-    fn new(test: &str, bytes: usize) -> TextFile {
-        let dir =
-            std::env::temp_dir().join(format!("drainpipe-condense-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the directory");
-        let dir = dir.canonicalize().expect("canonical path");
-        let unit = "línea «ünïcødé» with \"quotes\", a \\ and a tab\t😀\n";
-        let mut text = unit.repeat(bytes / unit.len() + 1);
-        while text.len() > bytes {
-            text.pop();
-        }
-        let path = dir.join("big.txt");
-        std::fs::write(&path, text).expect("write the file");
-        TextFile { dir, path }
-    }
-}
-
-impl Drop for TextFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 const BUDGET: usize = 256 << 10;
 
