@@ -1,0 +1,113 @@
+//! Guarantee: what `drainpipe proxy --clip` cuts from a result stays
+//! readable, whole, by the official clients. A 30 MiB file read through
+//! `server-filesystem` comes back condensed with a `resource_link` to the
+//! full text; `resources/read` pages through it (each page within the
+//! budget, `_meta["io.drainpipe/next"]` to the next) and the pages put
+//! together are the file byte for byte; the proxy's `drainpipe_read` tool
+//! returns exact byte ranges (shortened and said when over the budget) and
+//! the lines matching a pattern with their byte offsets; an unknown link is
+//! an error. The client: the TypeScript SDK 1.x (`spill-client.mjs`).
+//!
+//! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
+
+use drainpipe_release::peers::{self, proxy_argv, run_client};
+use drainpipe_release::text_file::TextFile;
+use drainpipe_release::*;
+use serde_json::json;
+
+const BUDGET: usize = 256 << 10;
+const FILE_BYTES: usize = 30 << 20;
+/// The one line the pattern search must find (regex metacharacters in it:
+/// the clients escape them).
+const MARKER: &str = "drainpipe spill marker (the one line the search finds)";
+/// The bound of a client run; the clients give up on their own a little
+/// earlier (`--deadline-s`), saying at which step.
+const RUN_SECS: u64 = 300;
+const CLIENT_DEADLINE_SECS: u64 = 270;
+
+/// The clients' arguments: the file, the marker, the budget, then
+/// `drainpipe proxy --clip 256KiB -- server-filesystem <dir>`.
+fn client_args(
+    node: &peers::NodePeer,
+    drainpipe: &std::path::Path,
+    file: &TextFile,
+) -> Vec<String> {
+    let proxied = proxy_argv(
+        drainpipe,
+        &["--clip", "256KiB", "--metrics", "none"],
+        &node.filesystem_server(&file.dir),
+    );
+    let mut args: Vec<String> = [
+        "--tool",
+        "read_text_file",
+        "--file",
+        &file.path.display().to_string(),
+        "--marker",
+        MARKER,
+        "--budget",
+        &BUDGET.to_string(),
+        "--deadline-s",
+        &CLIENT_DEADLINE_SECS.to_string(),
+        "--",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(proxied);
+    args
+}
+
+/// What every client's summary must say of the file it read back.
+fn assert_read_back(run: &peers::ClientRun, file: &TextFile) {
+    let summary = &run.summary;
+    let what = &run.what;
+    assert_eq!(summary["bytes"], json!(file.bytes), "{what}: {summary}");
+    assert_eq!(summary["sha256_equal"], json!(true), "{what}: {summary}");
+    assert!(
+        summary["pages"].as_u64() >= Some(file.bytes.div_ceil(BUDGET) as u64),
+        "{what}: pages within the budget: {summary}"
+    );
+    assert_eq!(summary["range_ok"], json!(true), "{what}: {summary}");
+    assert_eq!(summary["pattern_ok"], json!(true), "{what}: {summary}");
+    assert_eq!(
+        summary["pattern"]["offset"],
+        json!(file.marker_at.expect("a marker")),
+        "{what}: {summary}"
+    );
+    assert_eq!(
+        summary["unknown_rejected"],
+        json!(true),
+        "{what}: {summary}"
+    );
+    figure(
+        &format!("{what}: read back through proxy --clip 256KiB"),
+        json!({
+            "call_ms": summary["call_ms"],
+            "read_ms": summary["read_ms"],
+            "pages": summary["pages"],
+            "links": summary["links"],
+        }),
+    );
+}
+
+/// The TypeScript SDK 1.x client in front of `server-filesystem`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_sdk_client_reads_a_spilled_file_back_whole() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let file = TextFile::with_marker("spill-node", FILE_BYTES, MARKER);
+    let args = client_args(&node, &drainpipe, &file);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = run_client(
+        node.script("spill-client.mjs", &args),
+        RUN_SECS,
+        "typescript-sdk client + server-filesystem, 30 MiB spilled",
+    )
+    .await;
+    assert_read_back(&run, &file);
+    run.assert_nothing_left();
+}
