@@ -6,7 +6,8 @@
 //! together are the file byte for byte; the proxy's `drainpipe_read` tool
 //! returns exact byte ranges (shortened and said when over the budget) and
 //! the lines matching a pattern with their byte offsets; an unknown link is
-//! an error. The client: the TypeScript SDK 1.x (`spill-client.mjs`).
+//! an error. The clients: the TypeScript SDK 1.x (`spill-client.mjs`) and
+//! the Python SDK (`spill_client.py`), with the same checks.
 //!
 //! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
 
@@ -106,6 +107,32 @@ async fn the_typescript_sdk_client_reads_a_spilled_file_back_whole() {
         node.script("spill-client.mjs", &args),
         RUN_SECS,
         "typescript-sdk client + server-filesystem, 30 MiB spilled",
+    )
+    .await;
+    assert_read_back(&run, &file);
+    run.assert_nothing_left();
+}
+
+/// The Python SDK client in front of `server-filesystem` (which needs the
+/// Node peer too).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_reads_a_spilled_file_back_whole() {
+    let Some(python) = peers::gate("the Python peer", peers::python()) else {
+        return;
+    };
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let file = TextFile::with_marker("spill-python", FILE_BYTES, MARKER);
+    let args = client_args(&node, &drainpipe, &file);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = run_client(
+        python.script("spill_client.py", &args),
+        RUN_SECS,
+        "python-sdk client + server-filesystem, 30 MiB spilled",
     )
     .await;
     assert_read_back(&run, &file);
