@@ -11,7 +11,12 @@
 //! (the TypeScript SDK writes `id` last), so the outcome waits, keyed by the
 //! line's offset, for the framer's event for that line.
 
-use drainpipe_framer::budget::{CondenseError, Condensed, Condenser};
+use drainpipe_framer::budget::{CondenseError, Condensed, Condenser, MIN_LINKED_BUDGET};
+
+use crate::proxy::spill::{LineSpill, SpillStore};
+
+/// A condensed line and, with a spill store, the values it cut.
+pub(crate) type Tapped = (Result<Condensed, CondenseError>, Option<LineSpill>);
 
 /// The line that crosses reads, for condensing (see the module docs).
 #[derive(Debug)]
@@ -25,8 +30,12 @@ pub(crate) struct LineTap {
     held: Vec<u8>,
     /// The current line's condenser, once it passed the budget.
     condenser: Option<Condenser>,
+    /// Where the values the condenser cuts are kept, if anywhere; and
+    /// those of the current line.
+    spill: Option<SpillStore>,
+    line_spill: Option<LineSpill>,
     /// The outcome for the line that ended in the last read, by its offset.
-    finished: Option<(u64, Result<Condensed, CondenseError>)>,
+    finished: Option<(u64, Tapped)>,
     /// Started in the middle of the stream: the bytes up to the first
     /// newline are the end of a line whose start was not seen.
     resyncing: bool,
@@ -40,9 +49,17 @@ impl LineTap {
             line_start: 0,
             held: Vec::new(),
             condenser: None,
+            spill: None,
+            line_spill: None,
             finished: None,
             resyncing: false,
         }
+    }
+
+    /// A tap whose condensed lines keep what they cut in `store`.
+    pub(crate) fn with_spill(mut self, store: Option<SpillStore>) -> Self {
+        self.spill = store;
+        self
     }
 
     /// A tap that starts at stream offset `at`, possibly inside a line:
@@ -68,10 +85,11 @@ impl LineTap {
         if !std::mem::take(&mut self.resyncing) {
             self.extend(&chunk[..first]);
         }
+        let line_spill = self.line_spill.take();
         self.finished = self
             .condenser
             .take()
-            .map(|condenser| (self.line_start, condenser.finish()));
+            .map(|condenser| (self.line_start, (condenser.finish(), line_spill)));
         self.held.clear();
         let last = memchr::memrchr(b'\n', chunk).unwrap_or(first);
         self.line_start = at + last as u64 + 1;
@@ -84,7 +102,7 @@ impl LineTap {
         }
         if let Some(condenser) = self.condenser.as_mut() {
             // An error stays in the condenser; `finish` reports it.
-            let _ = condenser.feed(bytes);
+            feed(condenser, bytes, self.line_spill.as_mut());
             return;
         }
         if self.held.len() + bytes.len() <= self.budget {
@@ -94,10 +112,11 @@ impl LineTap {
         // Past the budget: from here on the line is condensed as it streams.
         // (A budget below the condenser's minimum is refused when the proxy
         // is configured.)
-        if let Ok(mut condenser) = Condenser::new(self.budget) {
-            let _ = condenser.feed(&self.held);
-            let _ = condenser.feed(bytes);
+        if let Ok((mut condenser, mut line_spill)) = condenser(self.budget, self.spill.as_ref()) {
+            feed(&mut condenser, &self.held, line_spill.as_mut());
+            feed(&mut condenser, bytes, line_spill.as_mut());
             self.condenser = Some(condenser);
+            self.line_spill = line_spill;
         }
         self.held = Vec::new();
     }
@@ -105,18 +124,64 @@ impl LineTap {
     /// The outcome for the line at `offset`, if it crossed reads and passed
     /// the budget.
     pub(crate) fn take(&mut self, offset: u64) -> Option<Result<Condensed, CondenseError>> {
+        self.take_spilled(offset).map(|(outcome, _)| outcome)
+    }
+
+    /// Like [`LineTap::take`], with the values the line cut.
+    pub(crate) fn take_spilled(&mut self, offset: u64) -> Option<Tapped> {
         match &self.finished {
-            Some((at, _)) if *at == offset => self.finished.take().map(|(_, outcome)| outcome),
+            Some((at, _)) if *at == offset => self.finished.take().map(|(_, tapped)| tapped),
             _ => None,
+        }
+    }
+}
+
+/// A condenser for `budget`, with links and a line spill when there is a
+/// store and the budget has room for links.
+fn condenser(
+    budget: usize,
+    store: Option<&SpillStore>,
+) -> Result<(Condenser, Option<LineSpill>), CondenseError> {
+    let condenser = Condenser::new(budget)?;
+    match store {
+        Some(store) if budget >= MIN_LINKED_BUDGET => {
+            Ok((condenser.with_links()?, Some(LineSpill::new(store.clone()))))
+        }
+        _ => Ok((condenser, None)),
+    }
+}
+
+/// Feeds `bytes`, reporting cut values to `line_spill`.
+fn feed(condenser: &mut Condenser, bytes: &[u8], line_spill: Option<&mut LineSpill>) {
+    // An error stays in the condenser; `finish` reports it.
+    match line_spill {
+        Some(line_spill) => {
+            let _ = condenser.feed_spilling(bytes, &mut |event| line_spill.on(event));
+            line_spill.flush();
+        }
+        None => {
+            let _ = condenser.feed(bytes);
         }
     }
 }
 
 /// Condenses a whole frame (without its newline).
 pub(crate) fn condense_frame(frame: &[u8], budget: usize) -> Result<Condensed, CondenseError> {
-    let mut condenser = Condenser::new(budget)?;
-    condenser.feed(frame)?;
-    condenser.finish()
+    condense_frame_spilling(frame, budget, None).0
+}
+
+/// Condenses a whole frame, keeping what it cuts in `store`.
+pub(crate) fn condense_frame_spilling(
+    frame: &[u8],
+    budget: usize,
+    store: Option<&SpillStore>,
+) -> Tapped {
+    let (mut condenser, mut line_spill) = match condenser(budget, store) {
+        Ok(made) => made,
+        Err(error) => return (Err(error), None),
+    };
+    feed(&mut condenser, frame, line_spill.as_mut());
+    (condenser.finish(), line_spill)
 }
 
 #[cfg(test)]

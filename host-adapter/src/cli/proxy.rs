@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use drainpipe_framer::Config;
-use drainpipe_host::proxy::{self, ProxyConfig, ProxyMetrics, StderrSink};
+use drainpipe_host::proxy::{self, ProxyConfig, ProxyMetrics, SpillConfig, StderrSink};
 use drainpipe_host::session::ShutdownTimeouts;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
@@ -38,6 +38,14 @@ pub(crate) struct ProxyArgs {
     /// an error for its request.
     #[arg(long, value_name = "SIZE", value_parser = parse_clip)]
     clip: Option<usize>,
+    /// With --clip: the full value of everything cut is kept in a private
+    /// spill directory (removed when the proxy exits), linked from the
+    /// result (`resource_link`, `drainpipe://result/...`) and read back
+    /// through the same session with `resources/read` or the added
+    /// `drainpipe_read` tool. This bounds the directory: past it the oldest
+    /// values are evicted. 0 keeps nothing. Needs --clip of at least 6KiB.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_size)]
+    spill_max: usize,
     /// The deepest nesting of objects and arrays accepted in a message.
     #[arg(long, value_name = "N", default_value_t = Config::DEFAULT_MAX_DEPTH)]
     max_depth: u32,
@@ -102,6 +110,9 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
             .with_max_frame_bytes(args.max_frame)
             .with_max_depth(args.max_depth),
         clip_bytes: args.clip,
+        spill: (args.spill_max > 0).then_some(SpillConfig {
+            max_bytes: args.spill_max as u64,
+        }),
         queue_bytes: args.queue,
         shutdown: ShutdownTimeouts {
             after_close: args.grace,

@@ -53,6 +53,11 @@ pub struct ProxyMetrics {
     pub results_condensed: u64,
     /// Results over the content budget that could not be condensed (answered with an error).
     pub condense_failures: u64,
+    /// Cut values linked to their full text in the spill store.
+    pub values_spilled: u64,
+    /// Reads of spilled values answered by the proxy (`resources/read`,
+    /// `drainpipe_read`).
+    pub spill_reads: u64,
     /// Host requests forwarded without tracking (more than the tracking bound in flight).
     pub untracked_requests: u64,
     /// Requests from the host forwarded to the server.
@@ -119,12 +124,14 @@ impl ProxyMetrics {
         }
         let _ = writeln!(
             out,
-            "  errors sent {} (dropped {}), cancellations forwarded {}, results condensed {} (failed {}), requests failed at exit {}, server stderr {} bytes, stderr dropped {} bytes",
+            "  errors sent {} (dropped {}), cancellations forwarded {}, results condensed {} (failed {}), values spilled {}, spill reads {}, requests failed at exit {}, server stderr {} bytes, stderr dropped {} bytes",
             self.errors_sent,
             self.errors_dropped,
             self.cancellations_forwarded,
             self.results_condensed,
             self.condense_failures,
+            self.values_spilled,
+            self.spill_reads,
             self.requests_failed_at_exit,
             self.server_stderr_bytes,
             self.stderr_bytes_dropped

@@ -29,6 +29,7 @@ mod metrics;
 mod queue;
 mod route;
 mod sink;
+pub(crate) mod spill;
 mod wire;
 
 use std::io;
@@ -46,10 +47,12 @@ use tokio_util::sync::CancellationToken;
 
 pub use metrics::{DirectionMetrics, ProxyMetrics};
 pub use sink::{SinkCloser, StderrSink};
+pub use spill::SpillConfig;
 pub use wire::{INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE};
 
 use crate::session::{ShutdownTimeouts, process};
-use route::{Direction, InFlight, Router};
+use route::{Direction, InFlight, Router, SpillRoute};
+use spill::SpillStore;
 
 /// How the proxy is configured. Start from `default()`.
 #[derive(Clone, Copy, Debug)]
@@ -64,6 +67,11 @@ pub struct ProxyConfig {
     /// contract (`structuredContent.truncated`, a summary), or answered with
     /// an error if it cannot be.
     pub clip_bytes: Option<usize>,
+    /// With `clip_bytes`: keep the full value of everything condensing cut
+    /// in a private spill store, link it from the result (`resource_link`)
+    /// and answer `resources/read` and the added `drainpipe_read` tool for
+    /// it. `None` to keep nothing (the cut values are then gone).
+    pub spill: Option<SpillConfig>,
     /// Bytes of whole messages queued per direction for a peer that reads
     /// slowly; a message larger than this is queued alone. Bounds the
     /// proxy's **memory**: per direction, at most this plus the message
@@ -89,6 +97,7 @@ impl Default for ProxyConfig {
         ProxyConfig {
             framer: FramerConfig::default(),
             clip_bytes: None,
+            spill: Some(SpillConfig::default()),
             queue_bytes: 1 << 20,
             reply_queue: 1024,
             read_chunk_bytes: 64 << 10,
@@ -154,6 +163,24 @@ pub async fn run(
     let (to_host, to_host_rx) = queue::queue(config.queue_bytes);
     let (server_replies, server_replies_rx) = mpsc::channel(config.reply_queue.max(1));
     let (host_replies, host_replies_rx) = mpsc::channel(config.reply_queue.max(1));
+    let store = match (config.clip_bytes, config.spill) {
+        (Some(_), Some(spill)) => match SpillStore::start(spill) {
+            Ok(store) => Some(store),
+            Err(error) => {
+                sink.line(&format!(
+                    "could not create the spill store ({error}): cut values will not be kept"
+                ));
+                None
+            }
+        },
+        _ => None,
+    };
+    let spill_route = store.as_ref().map(|store| SpillRoute {
+        store: store.clone(),
+        answers: to_host.clone(),
+        reads: Arc::new(tokio::sync::Semaphore::new(4)),
+        server_tool: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    });
     let router = |direction, forward, reply, answer_other| Router {
         direction,
         config,
@@ -166,6 +193,7 @@ pub async fn run(
         out: Vec::new(),
         out_lines: 0,
         out_largest: 0,
+        spill: spill_route.clone(),
     };
     let host_reader = router(
         Direction::HostToServer,
@@ -293,6 +321,10 @@ pub async fn run(
         sink.line(
             "the server's stdout stayed open after it ended (a process outside its group holds it)",
         );
+    }
+    drop(spill_route);
+    if let Some(store) = store {
+        store.close();
     }
     Ok(ProxyOutcome { status, metrics })
 }

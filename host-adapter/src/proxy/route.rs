@@ -12,10 +12,13 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
 use drainpipe_framer::{Envelope, Event, Framer, Id, JsonError, JsonErrorKind};
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
 
 use super::ProxyConfig;
@@ -23,8 +26,12 @@ use super::batch::{BatchCapture, Captured, request_ids};
 use super::metrics::{DirectionMetrics, ProxyMetrics};
 use super::queue::Forward;
 use super::sink::StderrSink;
+use super::spill::rpc::{
+    Own, ToolsList, add_read_tool, add_resources_capability, answer, own_request,
+};
+use super::spill::{LineSpill, SpillStore};
 use super::wire::{INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE, error_line};
-use crate::condense::{LineTap, condense_frame};
+use crate::condense::{LineTap, Tapped, condense_frame_spilling};
 
 /// Host requests still waiting for the server's answer, matched by the
 /// value of their id ([`Id::canonical`](drainpipe_framer::Id::canonical)):
@@ -34,7 +41,7 @@ use crate::condense::{LineTap, condense_frame};
 /// token as written by either peer.
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
-    requests: HashMap<Vec<u8>, (Vec<u8>, bool)>,
+    requests: HashMap<Vec<u8>, (Vec<u8>, Kind)>,
     /// Requests the host cancelled, whose answer may still come. While
     /// there are any, a response that names no id is not pinned on the
     /// one request in flight (see [`InFlight::sole`]).
@@ -60,17 +67,17 @@ impl InFlight {
     /// against a host that never reads answers.
     pub(crate) const MAX_TRACKED: usize = 65_536;
 
-    fn insert(&mut self, id: Vec<u8>, is_tool_call: bool) -> bool {
+    fn insert(&mut self, id: Vec<u8>, kind: Kind) -> bool {
         if self.requests.len() >= Self::MAX_TRACKED {
             return false;
         }
-        self.requests.insert(key_of(&id), (id, is_tool_call));
+        self.requests.insert(key_of(&id), (id, kind));
         true
     }
 
-    /// Ends `id`; gives the host's spelling of it and whether it was a
-    /// `tools/call`, if it was in flight.
-    fn take(&mut self, id: &[u8]) -> Option<(Vec<u8>, bool)> {
+    /// Ends `id`; gives the host's spelling of it and what it asked, if it
+    /// was in flight.
+    fn take(&mut self, id: &[u8]) -> Option<(Vec<u8>, Kind)> {
         self.requests.remove(&key_of(id))
     }
 
@@ -78,7 +85,7 @@ impl InFlight {
     fn is_tool_call(&self, id: &[u8]) -> bool {
         self.requests
             .get(&key_of(id))
-            .is_some_and(|&(_, tool_call)| tool_call)
+            .is_some_and(|&(_, kind)| kind == Kind::ToolCall)
     }
 
     /// The host cancelled `id`: the server need not answer it, but may.
@@ -119,6 +126,30 @@ impl InFlight {
     }
 }
 
+/// What a host request asked, as far as the proxy's answer to it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `tools/call`: its result may be condensed.
+    ToolCall,
+    /// `tools/list`: `drainpipe_read` is added to its last page.
+    ToolsList,
+    /// `initialize` or `server/discover`: `resources` is added to the
+    /// capabilities.
+    Handshake,
+    Other,
+}
+
+impl Kind {
+    fn of(method: &[u8]) -> Kind {
+        match method {
+            b"tools/call" => Kind::ToolCall,
+            b"tools/list" => Kind::ToolsList,
+            b"initialize" | b"server/discover" => Kind::Handshake,
+            _ => Kind::Other,
+        }
+    }
+}
+
 /// Which way a reader carries messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Direction {
@@ -150,6 +181,21 @@ pub(crate) struct Router {
     /// How many lines `out` holds, and the longest (without its newline).
     pub(crate) out_lines: u64,
     pub(crate) out_largest: u64,
+    /// Spilling (`--clip` with a spill store): where cut values are kept,
+    /// and, for the host's reader, how its reads are answered.
+    pub(crate) spill: Option<SpillRoute>,
+}
+
+/// What a reader needs for spilling.
+#[derive(Clone)]
+pub(crate) struct SpillRoute {
+    pub(crate) store: SpillStore,
+    /// Answers to reads, into the host's queue (bounded in bytes).
+    pub(crate) answers: Forward,
+    /// Reads answered at once, at most: each holds a page in memory.
+    pub(crate) reads: Arc<Semaphore>,
+    /// The server has its own `drainpipe_read`: calls to it go there.
+    pub(crate) server_tool: Arc<AtomicBool>,
 }
 
 /// A line that was rejected while its id was not seen yet: its
@@ -189,7 +235,9 @@ impl Router {
         let mut watch: Option<Unattributed> = None;
         // Results over the content budget are condensed as they stream.
         let mut tap = match (self.direction, self.config.clip_bytes) {
-            (Direction::ServerToHost, Some(budget)) => Some(LineTap::new(budget)),
+            (Direction::ServerToHost, Some(budget)) => {
+                Some(LineTap::new(budget).with_spill(self.spill.as_ref().map(|s| s.store.clone())))
+            }
             _ => None,
         };
         // Batch lines from the host, captured to answer their requests.
@@ -268,7 +316,7 @@ impl Router {
     ) {
         match event {
             Event::Frame(frame) => {
-                let tapped = tap.as_mut().and_then(|tap| tap.take(frame.offset));
+                let tapped = tap.as_mut().and_then(|tap| tap.take_spilled(frame.offset));
                 self.frame(frame.bytes, &frame.envelope, tapped);
             }
             other => {
@@ -339,7 +387,7 @@ impl Router {
                 ..
             } => {
                 self.with_metrics(|d, _| d.bytes_dropped += len);
-                let tapped = tap.as_mut().and_then(|tap| tap.take(offset));
+                let tapped = tap.as_mut().and_then(|tap| tap.take_spilled(offset));
                 if let Some(waiting) = watch.take_if(|w| w.offset == offset) {
                     // The envelope of the whole line: an id written after
                     // the limit (as the TypeScript SDK writes it) is here.
@@ -348,8 +396,8 @@ impl Router {
                         self.with_metrics(|_, m| m.ids_after_limit += 1);
                     }
                     let condensed = match tapped {
-                        Some(outcome) if well_formed => {
-                            self.condensed_result(&envelope, None, outcome)
+                        Some((outcome, spilled)) if well_formed => {
+                            self.condensed_result(&envelope, None, outcome, spilled)
                         }
                         _ => false,
                     };
@@ -385,12 +433,7 @@ impl Router {
 
     /// Routes a complete message (`bytes`, without its newline). `tapped`
     /// is its condensed form when it crossed reads over the content budget.
-    fn frame(
-        &mut self,
-        bytes: &[u8],
-        envelope: &Envelope<'_>,
-        tapped: Option<Result<Condensed, CondenseError>>,
-    ) {
+    fn frame(&mut self, bytes: &[u8], envelope: &Envelope<'_>, tapped: Option<Tapped>) {
         let is_response = envelope.method.is_none() && (envelope.has_result || envelope.has_error);
         // Notifications, the bulk of most streams, need nothing more.
         if envelope.id.is_none() && envelope.method.is_some() {
@@ -410,13 +453,19 @@ impl Router {
         let id = envelope.id.as_ref().map(Id::to_json);
         match (self.direction, envelope.method, id) {
             (Direction::HostToServer, Some(method), Some(id)) => {
-                let is_tool_call = method == b"tools/call";
+                if let Some(spill) = &self.spill
+                    && let Some(own) =
+                        own_request(method, bytes, spill.server_tool.load(Ordering::Relaxed))
+                {
+                    self.answer_own(spill.clone(), own, id);
+                    return;
+                }
                 let discover = method == b"server/discover";
                 let tracked = self
                     .in_flight
                     .lock()
                     .expect("in flight")
-                    .insert(id, is_tool_call);
+                    .insert(id, Kind::of(method));
                 self.with_metrics(|_, m| {
                     m.host_requests += 1;
                     m.discover_requests += u64::from(discover);
@@ -432,17 +481,34 @@ impl Router {
                     && self.is_tool_call(&id) =>
             {
                 let budget = self.config.clip_bytes.unwrap_or_default();
-                let outcome = tapped.unwrap_or_else(|| condense_frame(bytes, budget));
+                let store = self.spill.as_ref().map(|s| &s.store);
+                let (outcome, spilled) =
+                    tapped.unwrap_or_else(|| condense_frame_spilling(bytes, budget, store));
                 let mut line = Vec::with_capacity(bytes.len() + 1);
                 line.extend_from_slice(bytes);
                 line.push(b'\n');
-                self.condensed_result(&OwnedEnvelope::from(*envelope), Some(line), outcome);
+                self.condensed_result(
+                    &OwnedEnvelope::from(*envelope),
+                    Some(line),
+                    outcome,
+                    spilled,
+                );
                 return;
             }
             (Direction::ServerToHost, None, Some(id)) if is_response => {
-                let mut in_flight = self.in_flight.lock().expect("in flight");
-                if in_flight.take(&id).is_none() {
-                    in_flight.answered_late(&id);
+                let taken = {
+                    let mut in_flight = self.in_flight.lock().expect("in flight");
+                    let taken = in_flight.take(&id);
+                    if taken.is_none() {
+                        in_flight.answered_late(&id);
+                    }
+                    taken
+                };
+                if let Some((host_id, kind)) = taken
+                    && envelope.has_result
+                    && self.announce_spill(bytes, &host_id, kind)
+                {
+                    return;
                 }
             }
             (_, None, _) if !is_response => {
@@ -456,6 +522,55 @@ impl Router {
             _ => {}
         }
         self.forward_line(bytes);
+    }
+
+    /// Adds what spilling needs to what the server announces: the
+    /// `drainpipe_read` tool to the last page of `tools/list`, `resources`
+    /// to the capabilities. Returns whether the line went on changed.
+    fn announce_spill(&mut self, bytes: &[u8], host_id: &[u8], kind: Kind) -> bool {
+        let Some(spill) = &self.spill else {
+            return false;
+        };
+        let max = self.config.framer.max_frame_bytes();
+        let changed = match kind {
+            Kind::ToolsList => match add_read_tool(bytes, host_id) {
+                ToolsList::Added(line) => Some(line),
+                ToolsList::ServerHasOne => {
+                    spill.server_tool.store(true, Ordering::Relaxed);
+                    self.sink.line(
+                        "the server has its own drainpipe_read tool: left alone (spilled values stay readable with resources/read)",
+                    );
+                    None
+                }
+                ToolsList::Unchanged => None,
+            },
+            Kind::Handshake => add_resources_capability(bytes, host_id),
+            _ => None,
+        };
+        match changed {
+            Some(line) if line.len() <= max => {
+                self.forward_line(&line);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Answers a request for a spilled value, off the reactor, into the
+    /// host's queue (waiting for room there, never here).
+    fn answer_own(&mut self, spill: SpillRoute, own: Own, id: Vec<u8>) {
+        self.with_metrics(|_, m| m.spill_reads += 1);
+        let budget = self.config.clip_bytes.unwrap_or_default();
+        tokio::spawn(async move {
+            let Ok(_permit) = spill.reads.clone().acquire_owned().await else {
+                return;
+            };
+            let store = spill.store.clone();
+            let line = tokio::task::spawn_blocking(move || answer(&store, own, &id, budget)).await;
+            if let Ok(line) = line {
+                spill.answers.send(line).await;
+            }
+        });
     }
 
     /// Whether `id` is a `tools/call` the host is waiting for.
@@ -473,6 +588,7 @@ impl Router {
         envelope: &OwnedEnvelope,
         original: Option<Vec<u8>>,
         outcome: Result<Condensed, CondenseError>,
+        spilled: Option<LineSpill>,
     ) -> bool {
         let Some(id) = envelope.id.as_ref().map(id_token) else {
             return false;
@@ -493,10 +609,21 @@ impl Router {
                     mut frame,
                     original_bytes,
                     cuts,
+                    links,
+                    ..
                 }),
                 _,
             ) => {
                 self.with_metrics(|_, m| m.results_condensed += 1);
+                if let (Some(links), Some(mut spilled)) = (links, spilled)
+                    && !spilled.is_empty()
+                {
+                    let (linked, problems) = spilled.link(&links, &mut frame);
+                    self.with_metrics(|_, m| m.values_spilled += linked as u64);
+                    for problem in problems {
+                        self.sink.line(&format!("id {shown}: {problem}"));
+                    }
+                }
                 self.sink.line(&format!(
                     "condensed the result for id {shown} from {original_bytes} to {} bytes ({cuts} value(s) cut; content budget {budget})",
                     frame.len()

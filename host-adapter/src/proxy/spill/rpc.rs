@@ -1,0 +1,352 @@
+//! The MCP side of spilling: the requests the proxy answers itself
+//! (`resources/read` of its own URIs, the `drainpipe_read` tool), and the
+//! edits to what the server announces (`drainpipe_read` in `tools/list`,
+//! the `resources` capability).
+
+use regex::bytes::RegexBuilder;
+use serde_json::{Map, Value, json};
+
+use super::read::{Lookup, parse_uri};
+use super::{SpillStore, URI_PREFIX};
+use drainpipe_framer::budget::SpillKind;
+
+/// The tool's name.
+pub(crate) const READ_TOOL: &str = "drainpipe_read";
+/// The `_meta` key of the next page's URI.
+pub(crate) const NEXT_KEY: &str = "io.drainpipe/next";
+/// The `_meta` key of the range a read covered.
+pub(crate) const RANGE_KEY: &str = "io.drainpipe/range";
+/// MCP's "resource not found".
+const RESOURCE_NOT_FOUND: i64 = -32002;
+/// Bytes of a response kept for all but the text: the envelope, the URIs
+/// (at most ~120 bytes each), `_meta`, a notice.
+const OVERHEAD: usize = 2048;
+/// The longest pattern taken, and the memory its compiled form may use.
+const MAX_PATTERN: usize = 1024;
+const PATTERN_MEMORY: usize = 4 << 20;
+
+/// A request the proxy answers itself.
+#[derive(Debug)]
+pub(crate) enum Own {
+    /// `resources/read` of a `drainpipe:` URI.
+    ReadResource { uri: String, modern: bool },
+    /// `tools/call` of `drainpipe_read`.
+    ReadTool { arguments: Value, modern: bool },
+}
+
+/// Whether the request `frame` (`method`) is one the proxy answers itself.
+/// `server_tool`: the server has its own `drainpipe_read`.
+pub(crate) fn own_request(method: &[u8], frame: &[u8], server_tool: bool) -> Option<Own> {
+    let wanted = match method {
+        b"resources/read" => URI_PREFIX.as_bytes(),
+        b"tools/call" if !server_tool => READ_TOOL.as_bytes(),
+        _ => return None,
+    };
+    memchr::memmem::find(frame, wanted)?;
+    let message: Value = serde_json::from_slice(frame).ok()?;
+    let params = message.get("params")?;
+    // 2026-07-28: the request carries the protocol envelope; the answer
+    // then carries `resultType`.
+    let modern = params
+        .get("_meta")
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .is_some();
+    match method {
+        b"resources/read" => {
+            let uri = params.get("uri")?.as_str()?;
+            uri.starts_with(URI_PREFIX).then(|| Own::ReadResource {
+                uri: uri.to_string(),
+                modern,
+            })
+        }
+        _ => (params.get("name")?.as_str()? == READ_TOOL).then(|| Own::ReadTool {
+            arguments: params.get("arguments").cloned().unwrap_or(Value::Null),
+            modern,
+        }),
+    }
+}
+
+/// The response line (with its newline) to `own`, request `id` (its JSON
+/// token), within `budget` bytes. Reads files: call off the reactor.
+pub(crate) fn answer(store: &SpillStore, own: Own, id: &[u8], budget: usize) -> Vec<u8> {
+    let max_wire = budget.saturating_sub(OVERHEAD).max(1024);
+    let (outcome, modern) = match own {
+        Own::ReadResource { uri, modern } => (read_resource(store, &uri, max_wire), modern),
+        Own::ReadTool { arguments, modern } => (Ok(read_tool(store, &arguments, max_wire)), modern),
+    };
+    let mut line = Vec::with_capacity(1024);
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(id);
+    match outcome {
+        Ok(mut result) => {
+            if modern && let Some(object) = result.as_object_mut() {
+                object.insert("resultType".into(), json!("complete"));
+            }
+            line.extend_from_slice(b",\"result\":");
+            let _ = serde_json::to_writer(&mut line, &result);
+        }
+        Err((code, message, uri)) => {
+            line.extend_from_slice(b",\"error\":");
+            let error = json!({"code": code, "message": message, "data": {"uri": uri}});
+            let _ = serde_json::to_writer(&mut line, &error);
+        }
+    }
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+type Failure = (i64, String, String);
+
+/// `resources/read`: one page, and the next page's URI.
+fn read_resource(store: &SpillStore, uri: &str, max_wire: usize) -> Result<Value, Failure> {
+    let not_found = |why: &str| (RESOURCE_NOT_FOUND, format!("{uri}: {why}"), uri.to_string());
+    let Some((name, offset)) = parse_uri(uri) else {
+        return Err(not_found("not a drainpipe result URI"));
+    };
+    let mut value = match store.lookup(name) {
+        Lookup::Found(value) => value,
+        Lookup::Evicted => return Err(not_found(EVICTED)),
+        Lookup::Unknown => return Err(not_found(UNKNOWN)),
+    };
+    let offset = offset.unwrap_or(0);
+    let io = |e: std::io::Error| {
+        (
+            -32603,
+            format!("{uri}: reading it failed: {e}"),
+            uri.to_string(),
+        )
+    };
+    let (content, next) = match value.kind {
+        SpillKind::Binary => {
+            let (blob, at, len) = value.blob(offset, value.size, max_wire).map_err(io)?;
+            (
+                json!({"uri": uri, "mimeType": value.mime, "blob": blob}),
+                at + len,
+            )
+        }
+        _ => {
+            let text = value.text(offset, value.size, max_wire).map_err(io)?;
+            (
+                json!({"uri": uri, "mimeType": value.mime, "text": text.text}),
+                text.offset + text.len,
+            )
+        }
+    };
+    let mut result = json!({"contents": [content]});
+    let mut meta = Map::new();
+    if next < value.size && next > offset.min(value.size) {
+        meta.insert(
+            NEXT_KEY.into(),
+            json!(format!("{URI_PREFIX}{name}?offset={next}")),
+        );
+    }
+    meta.insert(RANGE_KEY.into(), json!({"offset": offset.min(value.size), "length": next.saturating_sub(offset.min(value.size)), "size": value.size}));
+    result["_meta"] = Value::Object(meta);
+    Ok(result)
+}
+
+const EVICTED: &str =
+    "this value was evicted to keep the spill store within its quota (drainpipe proxy --spill-max)";
+const UNKNOWN: &str =
+    "no such value in this proxy (values live as long as the proxy that cut them)";
+
+/// `drainpipe_read`: a byte range, or the lines matching a pattern. Errors
+/// are tool errors, so the agent sees them.
+fn read_tool(store: &SpillStore, arguments: &Value, max_wire: usize) -> Value {
+    let tool_error =
+        |text: String| json!({"content": [{"type": "text", "text": text}], "isError": true});
+    let Some(uri) = arguments.get("uri").and_then(Value::as_str) else {
+        return tool_error(
+            "drainpipe_read needs `uri`: the uri of a resource_link in a cut result".into(),
+        );
+    };
+    let number = |key: &str| -> Result<Option<u64>, String> {
+        match arguments.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| format!("`{key}` must be a whole number of bytes, 0 or more")),
+        }
+    };
+    let (offset, length) = match (number("offset"), number("length")) {
+        (Ok(offset), Ok(length)) => (offset, length),
+        (Err(e), _) | (_, Err(e)) => return tool_error(e),
+    };
+    let pattern = match arguments.get("pattern") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(p)) => Some(p.as_str()),
+        Some(_) => return tool_error("`pattern` must be a string (a regular expression)".into()),
+    };
+    let Some((name, page)) = parse_uri(uri) else {
+        return tool_error(format!(
+            "{uri}: not a drainpipe result URI (drainpipe://result/...)"
+        ));
+    };
+    let mut value = match store.lookup(name) {
+        Lookup::Found(value) => value,
+        Lookup::Evicted => return tool_error(format!("{uri}: {EVICTED}")),
+        Lookup::Unknown => return tool_error(format!("{uri}: {UNKNOWN}")),
+    };
+    let offset = offset.or(page).unwrap_or(0);
+    let end = match length {
+        Some(length) => offset.saturating_add(length),
+        None => value.size,
+    };
+    let io = |e: std::io::Error| tool_error(format!("{uri}: reading it failed: {e}"));
+    if let Some(pattern) = pattern {
+        if value.kind == SpillKind::Binary {
+            return tool_error(format!(
+                "{uri}: a pattern searches text; this value is binary ({})",
+                value.mime
+            ));
+        }
+        if pattern.len() > MAX_PATTERN {
+            return tool_error(format!("the pattern is longer than {MAX_PATTERN} bytes"));
+        }
+        let regex = match RegexBuilder::new(pattern)
+            .size_limit(PATTERN_MEMORY)
+            .dfa_size_limit(PATTERN_MEMORY)
+            .build()
+        {
+            Ok(regex) => regex,
+            Err(e) => {
+                return tool_error(format!(
+                    "the pattern is not a regular expression this tool takes: {e}"
+                ));
+            }
+        };
+        let (lines, found, more) = match value.search(&regex, offset, end, max_wire) {
+            Ok(found) => found,
+            Err(e) => return io(e),
+        };
+        let mut text = lines;
+        if found == 0 {
+            text.push_str(&format!(
+                "[drainpipe] no line matches between bytes {offset} and {}\n",
+                end.min(value.size)
+            ));
+        }
+        if let Some(after) = more {
+            text.push_str(&format!(
+                "[drainpipe] more matches after byte {after}: call again with offset {after}\n"
+            ));
+        }
+        return json!({
+            "content": [{"type": "text", "text": text}],
+            "_meta": {RANGE_KEY: {"offset": offset, "matches": found, "size": value.size, "next": more}},
+        });
+    }
+    if value.kind == SpillKind::Binary {
+        let (blob, at, len) = match value.blob(offset, end, max_wire) {
+            Ok(read) => read,
+            Err(e) => return io(e),
+        };
+        return json!({
+            "content": [{"type": "resource", "resource": {"uri": uri, "mimeType": value.mime, "blob": blob}}],
+            "_meta": {RANGE_KEY: {"offset": at, "length": len, "size": value.size}},
+        });
+    }
+    let text = match value.text(offset, end, max_wire) {
+        Ok(text) => text,
+        Err(e) => return io(e),
+    };
+    let wanted_end = end.min(value.size);
+    let mut content = vec![json!({"type": "text", "text": text.text})];
+    let reached = text.offset + text.len;
+    if reached < wanted_end && reached + 4 <= wanted_end {
+        content.push(json!({"type": "text", "text": format!(
+            "[drainpipe] range shortened to {} bytes to fit the budget; continue at offset {reached} (the value has {} bytes)",
+            text.len, value.size
+        )}));
+    }
+    json!({
+        "content": content,
+        "_meta": {RANGE_KEY: {"offset": text.offset, "length": text.len, "size": value.size}},
+    })
+}
+
+/// The tool the proxy adds to `tools/list`.
+pub(crate) fn read_tool_definition() -> Value {
+    json!({
+        "name": READ_TOOL,
+        "title": "Read the rest of a cut result",
+        "description": "Reads the full value of something drainpipe cut from a tool result to fit the context budget: pass the uri of its resource_link (drainpipe://result/...). Without pattern: the text from byte offset (default 0), at most length bytes (default: as much as fits). With pattern (a regular expression): the matching lines, each with its byte offset.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "uri": {"type": "string", "description": "The uri of a resource_link in a cut result."},
+                "offset": {"type": "integer", "minimum": 0, "description": "Byte offset in the UTF-8 text to start at (moved back to a character start)."},
+                "length": {"type": "integer", "minimum": 1, "description": "Bytes to read, or to search with pattern."},
+                "pattern": {"type": "string", "description": "A regular expression (Rust regex syntax): return the matching lines with their byte offsets."}
+            },
+            "required": ["uri"]
+        },
+        "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
+    })
+}
+
+/// What adding the tool to a `tools/list` response came to.
+#[derive(Debug)]
+pub(crate) enum ToolsList {
+    /// The new response line (without a newline).
+    Added(Vec<u8>),
+    /// The server has a tool of that name: left alone.
+    ServerHasOne,
+    /// Not the last page, or not a list result: forwarded as it is.
+    Unchanged,
+}
+
+/// Adds `drainpipe_read` to a `tools/list` response on its last page,
+/// answering with the host's spelling of the id (`host_id`).
+pub(crate) fn add_read_tool(frame: &[u8], host_id: &[u8]) -> ToolsList {
+    let Some(mut result) = result_of(frame) else {
+        return ToolsList::Unchanged;
+    };
+    if result.get("nextCursor").is_some_and(|c| !c.is_null()) {
+        return ToolsList::Unchanged;
+    }
+    let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+        return ToolsList::Unchanged;
+    };
+    if tools
+        .iter()
+        .any(|t| t.get("name").and_then(Value::as_str) == Some(READ_TOOL))
+    {
+        return ToolsList::ServerHasOne;
+    }
+    tools.push(read_tool_definition());
+    ToolsList::Added(response(host_id, &result))
+}
+
+/// Adds `resources: {}` to the capabilities of an `initialize` or
+/// `server/discover` result that has none; `None` when it has.
+pub(crate) fn add_resources_capability(frame: &[u8], host_id: &[u8]) -> Option<Vec<u8>> {
+    let mut result = result_of(frame)?;
+    let capabilities = result
+        .as_object_mut()?
+        .entry("capabilities")
+        .or_insert_with(|| json!({}));
+    let capabilities = capabilities.as_object_mut()?;
+    if capabilities.contains_key("resources") {
+        return None;
+    }
+    capabilities.insert("resources".into(), json!({}));
+    Some(response(host_id, &result))
+}
+
+fn result_of(frame: &[u8]) -> Option<Value> {
+    let mut message: Value = serde_json::from_slice(frame).ok()?;
+    let result = message.get_mut("result")?.take();
+    result.is_object().then_some(result)
+}
+
+fn response(id: &[u8], result: &Value) -> Vec<u8> {
+    let mut line = Vec::new();
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(id);
+    line.extend_from_slice(b",\"result\":");
+    let _ = serde_json::to_writer(&mut line, result);
+    line.push(b'}');
+    line
+}

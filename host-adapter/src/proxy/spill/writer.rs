@@ -1,0 +1,219 @@
+//! The writer thread: decodes each spilled value's raw bytes (JSON string
+//! escapes, then base64 for binary) into its file, within the quota.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::hash::Hasher;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use drainpipe_framer::budget::{SpillKind, Unescaper};
+
+use super::{Command, FileState, Shared, State};
+
+/// A file being written.
+struct Open {
+    out: BufWriter<File>,
+    unescape: Unescaper,
+    /// Decoded text not yet written (reused).
+    text: Vec<u8>,
+    /// Binary: base64 characters held until a group of four is complete.
+    carry: Vec<u8>,
+    binary: bool,
+    hash: std::collections::hash_map::DefaultHasher,
+    len: u64,
+}
+
+/// Runs until every sender is gone.
+pub(super) fn run(shared: &Shared, commands: Receiver<Command>) {
+    let mut open: HashMap<u64, Open> = HashMap::new();
+    for command in commands {
+        match command {
+            Command::Open { file, kind } => {
+                if shared.closed.load(Ordering::SeqCst) {
+                    fail(shared, file, "the proxy is ending");
+                    continue;
+                }
+                let created = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(shared.path(file));
+                match created {
+                    Ok(out) => {
+                        open.insert(
+                            file,
+                            Open {
+                                out: BufWriter::with_capacity(256 << 10, out),
+                                unescape: Unescaper::new(),
+                                text: Vec::new(),
+                                carry: Vec::new(),
+                                binary: kind == SpillKind::Binary,
+                                hash: Default::default(),
+                                len: 0,
+                            },
+                        );
+                    }
+                    Err(error) => {
+                        fail(shared, file, &format!("could not create its file: {error}"))
+                    }
+                }
+            }
+            Command::Raw { file, bytes } => {
+                let Some(entry) = open.get_mut(&file) else {
+                    continue;
+                };
+                if let Err(why) = write(shared, file, entry, &bytes, false) {
+                    open.remove(&file);
+                    fail(shared, file, &why);
+                }
+            }
+            Command::End { file } => {
+                let Some(mut entry) = open.remove(&file) else {
+                    continue;
+                };
+                match write(shared, file, &mut entry, &[], true).and_then(|()| {
+                    entry
+                        .out
+                        .flush()
+                        .map_err(|e| format!("could not write its file: {e}"))
+                }) {
+                    Ok(()) => {
+                        let mut state = shared.state();
+                        if let Some(f) = state.files.get_mut(&file) {
+                            f.state = FileState::Complete {
+                                len: entry.len,
+                                hash: entry.hash.finish(),
+                            };
+                        }
+                        drop(state);
+                        shared.changed.notify_all();
+                    }
+                    Err(why) => fail(shared, file, &why),
+                }
+            }
+            Command::Discard { file } => {
+                open.remove(&file);
+                let mut state = shared.state();
+                remove(shared, &mut state, file);
+                state.files.remove(&file);
+                state.order.retain(|&f| f != file);
+                drop(state);
+                shared.changed.notify_all();
+            }
+        }
+    }
+}
+
+/// Decodes `raw` (and at `last`, what is held) into the file.
+fn write(
+    shared: &Shared,
+    file: u64,
+    entry: &mut Open,
+    raw: &[u8],
+    last: bool,
+) -> Result<(), String> {
+    entry.text.clear();
+    entry
+        .unescape
+        .feed(raw, &mut entry.text)
+        .map_err(|e| format!("its text does not decode: {e}"))?;
+    if last {
+        let unescape = std::mem::take(&mut entry.unescape);
+        unescape
+            .finish(&mut entry.text)
+            .map_err(|e| format!("its text does not decode: {e}"))?;
+    }
+    let decoded: Vec<u8>;
+    let bytes: &[u8] = if entry.binary {
+        entry.carry.extend_from_slice(&entry.text);
+        let whole = if last {
+            entry.carry.len()
+        } else {
+            entry.carry.len() / 4 * 4
+        };
+        decoded = STANDARD
+            .decode(&entry.carry[..whole])
+            .map_err(|e| format!("its base64 does not decode: {e}"))?;
+        entry.carry.drain(..whole);
+        &decoded
+    } else {
+        &entry.text
+    };
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    make_room(shared, file, bytes.len() as u64)?;
+    entry
+        .out
+        .write_all(bytes)
+        .map_err(|e| format!("could not write its file: {e}"))?;
+    entry.hash.write(bytes);
+    entry.len += bytes.len() as u64;
+    Ok(())
+}
+
+/// Counts `more` bytes for `file`, evicting the oldest other values first
+/// if the quota needs it.
+fn make_room(shared: &Shared, file: u64, more: u64) -> Result<(), String> {
+    let max = shared.config.max_bytes;
+    let mut state = shared.state();
+    while state.total + more > max {
+        let oldest = state.order.iter().copied().find(|f| {
+            *f != file
+                && state
+                    .files
+                    .get(f)
+                    .is_some_and(|e| e.on_disk > 0 || e.state != FileState::Evicted)
+        });
+        let Some(oldest) = oldest else {
+            return Err(format!("it is larger than the spill quota of {max} bytes"));
+        };
+        let writing = state
+            .files
+            .get(&oldest)
+            .is_some_and(|e| e.state == FileState::Writing);
+        if writing {
+            // Another value of the same response still being written: the
+            // quota cannot hold both.
+            return Err(format!(
+                "the values of this result are larger than the spill quota of {max} bytes"
+            ));
+        }
+        remove(shared, &mut state, oldest);
+        if let Some(entry) = state.files.get_mut(&oldest) {
+            entry.state = FileState::Evicted;
+        }
+        state.order.retain(|&f| f != oldest);
+    }
+    state.total += more;
+    if let Some(entry) = state.files.get_mut(&file) {
+        entry.on_disk += more;
+    }
+    Ok(())
+}
+
+/// Deletes `file` from disk and the count.
+fn remove(shared: &Shared, state: &mut State, file: u64) {
+    let _ = fs::remove_file(shared.path(file));
+    if let Some(entry) = state.files.get_mut(&file) {
+        state.total -= entry.on_disk;
+        entry.on_disk = 0;
+    }
+}
+
+/// Marks `file` not kept, removing what was written.
+fn fail(shared: &Shared, file: u64, why: &str) {
+    let mut state = shared.state();
+    remove(shared, &mut state, file);
+    if let Some(entry) = state.files.get_mut(&file) {
+        entry.state = FileState::Failed(why.to_string());
+    }
+    state.order.retain(|&f| f != file);
+    drop(state);
+    shared.changed.notify_all();
+}
