@@ -19,9 +19,11 @@ cargo_fuzz build -O --debug-assertions --features component
 bin_dir=fuzz/target/x86_64-unknown-linux-gnu/release
 for target in $(cargo_fuzz list); do
     cp "$bin_dir/$target" "$OUT/"
-    # Seeds: every committed corpus file of the target.
+    # Seeds: every committed corpus file of the target (if it has any).
     rm -f "$OUT/${target}_seed_corpus.zip"
-    (cd "fuzz/corpus/$target" && zip -q -r "$OUT/${target}_seed_corpus.zip" .)
+    if [ -d "fuzz/corpus/$target" ]; then
+        (cd "fuzz/corpus/$target" && zip -q -r "$OUT/${target}_seed_corpus.zip" .)
+    fi
     cp fuzz/dict/jsonrpc.dict "$OUT/$target.dict"
     printf '[libfuzzer]\nmax_len = 4096\ntimeout = 10\n' >"$OUT/$target.options"
 done

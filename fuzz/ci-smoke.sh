@@ -46,11 +46,17 @@ trap 'rm -rf "$scratch"' EXIT
 for target in $targets; do
     mkdir -p "$scratch/corpus/$target" "$scratch/artifacts/$target"
     echo "== $target (${seconds}s)"
+    # A target may have no committed corpus yet (libFuzzer exits on a
+    # missing directory).
+    seeds=()
+    if [ -d "fuzz/corpus/$target" ]; then
+        seeds=("fuzz/corpus/$target")
+    fi
     status=0
     # The scratch directory receives new inputs, so the committed corpus is
     # never modified by CI. `timeout` backs up libFuzzer's own clock.
     timeout --kill-after=30 $((seconds + 180)) \
-        cargo +nightly fuzz run "${flags[@]}" "$target" "$scratch/corpus/$target" "fuzz/corpus/$target" -- \
+        cargo +nightly fuzz run "${flags[@]}" "$target" "$scratch/corpus/$target" "${seeds[@]}" -- \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
         -dict=fuzz/dict/jsonrpc.dict -print_final_stats=1 \
         -artifact_prefix="$scratch/artifacts/$target/" >"$scratch/$target.log" 2>&1 || status=$?

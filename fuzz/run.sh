@@ -73,11 +73,17 @@ campaign() {
     local artifacts="$work/artifacts/$target"
     local log="$work/logs/$target.log"
     mkdir -p "$corpus" "$artifacts"
+    # A target may have no committed corpus yet (libFuzzer exits on a
+    # missing directory).
+    local seeds=()
+    if [ -d "fuzz/corpus/$target" ]; then
+        seeds=("fuzz/corpus/$target")
+    fi
     # New inputs go to the work corpus; the committed seeds are read only.
     # `timeout` backs up libFuzzer's own clock in case a run wedges.
     local status=0
     timeout --kill-after=30 $((seconds + 120)) \
-        "${fuzz[@]}" run "${build_flags[@]}" "$target" "$corpus" "fuzz/corpus/$target" -- \
+        "${fuzz[@]}" run "${build_flags[@]}" "$target" "$corpus" "${seeds[@]}" -- \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
         -dict=fuzz/dict/jsonrpc.dict -print_final_stats=1 \
         -artifact_prefix="$artifacts/" "${keep_going[@]}" >"$log" 2>&1 || status=$?
@@ -86,6 +92,7 @@ campaign() {
     timeout 600 "${fuzz[@]}" cmin "${build_flags[@]}" "$target" "$corpus" >"$work/logs/$target.cmin.log" 2>&1 || true
     if [ "$merge_into_repo" = 1 ]; then
         # -merge=1 copies only inputs that add coverage to the first directory.
+        mkdir -p "fuzz/corpus/$target"
         timeout 600 "${fuzz[@]}" run "${build_flags[@]}" "$target" "fuzz/corpus/$target" "$corpus" -- \
             -merge=1 -max_len="$max_len" >"$work/logs/$target.merge.log" 2>&1 || true
     fi

@@ -21,6 +21,7 @@
 //! | `component_parity` | [`case`] layout | the wasmtime component gives the native framer's events, step by step (feature `component`) |
 //! | `budget` | [`budget::BudgetInput`] | byte counts equal `serde_json`'s; results and clipped responses within budget, valid, honest about truncation; capture counters add up |
 //! | `condense` | [`condense::CondenseInput`] | a condensed response is valid, within budget, the original but for the documented cuts, the same under any chunking |
+//! | `unescape` | [`unescape::UnescapeInput`] | escaped text decodes back to itself in any pieces; any bytes decode within bounds, the same in pieces, as `serde_json` reads them |
 //!
 //! Every property asserts the memory bound after each push.
 
@@ -34,6 +35,7 @@ pub mod oversize;
 pub mod parity;
 pub mod seeds;
 pub mod streams;
+pub mod unescape;
 
 pub use budget::check_budget;
 pub use case::Case;
@@ -44,3 +46,4 @@ pub use oversize::check_oversize;
 #[cfg(feature = "component")]
 pub use parity::check_component_parity;
 pub use streams::{check_chunking, check_differential};
+pub use unescape::check_unescape;
