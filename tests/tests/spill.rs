@@ -1,0 +1,438 @@
+//! Guarantee: what `drainpipe proxy --clip` cuts stays readable through
+//! the same session, and only there. Each cut value gets a
+//! `resource_link`; `resources/read` pages give it back byte for byte;
+//! `drainpipe_read` gives exact byte ranges (moved back to character
+//! starts) and the lines a pattern matches with their offsets; the store
+//! keeps to `--spill-max`, evicting the oldest first and saying so; its
+//! directory is private (0700, files 0600) and gone when the proxy exits,
+//! after SIGTERM too; two proxies never read each other's values.
+//!
+//! Real processes: the session talks to `drainpipe proxy` over pipes, the
+//! proxy to the fixture server. Each proxy gets its own temp dir
+//! (`TMPDIR`), so its spill directory is the only one there.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use drainpipe_host::session::{CallError, Session};
+use drainpipe_release::peers::{self, command, proxy_argv};
+use drainpipe_release::procs;
+use drainpipe_release::*;
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+
+/// A private temp dir for one proxy, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("drainpipe-spilltest-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the temp dir");
+        TempDir(dir)
+    }
+
+    /// The spill directories in it.
+    fn spill_dirs(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(&self.0)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("drainpipe-spill-"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A session on `drainpipe proxy <args> -- fixture`, its temp dir `tmp`.
+async fn proxied(proxy_args: &[&str], tmp: &Path) -> Option<Session> {
+    let drainpipe = peers::gate("the drainpipe binary", peers::drainpipe())?;
+    let server = vec![fixture_binary().display().to_string()];
+    let argv = proxy_argv(&drainpipe, proxy_args, &server);
+    let mut command = command(&argv);
+    command.env("TMPDIR", tmp);
+    Some(start_session(command, limited(16 << 20)).await)
+}
+
+/// The text the tests cut: numbered lines of mixed widths and escapes.
+fn lines_text(bytes: usize) -> String {
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < bytes {
+        text.push_str(&format!("line {i}: «ünïcødé» \"q\" \\ tab\t😀 end\n"));
+        i += 1;
+    }
+    text
+}
+
+/// Calls `echo` with `text` (its content text is the arguments' JSON, its
+/// `structuredContent.text` the text itself); the result.
+async fn echo(session: &Session, text: &str) -> Value {
+    within(
+        30,
+        "echo through the proxy",
+        tool(session, "echo", json!({"text": text}), opts(25)),
+    )
+    .await
+    .expect("a condensed result")
+    .result
+}
+
+/// The link of the value at `name` in a condensed result.
+fn link(result: &Value, name: &str) -> Value {
+    result["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .find(|b| b["type"] == "resource_link" && b["name"] == name)
+        .unwrap_or_else(|| panic!("no link named {name}: {result}"))
+        .clone()
+}
+
+async fn read_resource(session: &Session, uri: &str) -> Result<Value, CallError> {
+    within(
+        20,
+        "resources/read",
+        session.call("resources/read", json!({"uri": uri}), opts(15)),
+    )
+    .await
+    .map(|r| r.result)
+}
+
+async fn read_tool(session: &Session, arguments: Value) -> Value {
+    within(
+        20,
+        "drainpipe_read",
+        tool(session, "drainpipe_read", arguments, opts(15)),
+    )
+    .await
+    .expect("a tool result")
+    .result
+}
+
+/// Pages through `uri`; the bytes put together, and the pages.
+async fn page_through(session: &Session, uri: &str, budget: usize) -> (Vec<u8>, usize) {
+    let mut all = Vec::new();
+    let mut next = Some(uri.to_string());
+    let mut pages = 0;
+    while let Some(at) = next {
+        let page = read_resource(session, &at).await.expect("a page");
+        assert!(
+            serde_json::to_vec(&page).unwrap().len() < budget,
+            "a page within the budget"
+        );
+        all.extend_from_slice(
+            page["contents"][0]["text"]
+                .as_str()
+                .expect("text")
+                .as_bytes(),
+        );
+        next = page["_meta"]["io.drainpipe/next"]
+            .as_str()
+            .map(str::to_string);
+        pages += 1;
+        assert!(pages < 10_000, "paging ends");
+    }
+    (all, pages)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_value_is_linked_paged_ranged_and_searched() {
+    let tmp = TempDir::new("read");
+    let Some(session) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp.0).await else {
+        return;
+    };
+    // The handshake announces resources; tools/list has the read tool.
+    let init = within(
+        10,
+        "initialize",
+        session.call("initialize", initialize_params(), opts(5)),
+    )
+    .await
+    .expect("initialize");
+    assert!(
+        init.result["capabilities"]["resources"].is_object(),
+        "{}",
+        init.result
+    );
+    let tools = within(
+        10,
+        "tools/list",
+        session.call("tools/list", json!({}), opts(5)),
+    )
+    .await
+    .expect("tools/list");
+    let names: Vec<&str> = tools.result["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"drainpipe_read") && names.contains(&"echo"),
+        "{names:?}"
+    );
+
+    let text = lines_text(3 << 20);
+    let result = echo(&session, &text).await;
+    let link = link(&result, "structuredContent/text");
+    assert_eq!(link["size"], json!(text.len()));
+    assert_eq!(link["mimeType"], "text/plain");
+    let uri = link["uri"].as_str().unwrap().to_string();
+    assert!(uri.starts_with("drainpipe://result/"), "{uri}");
+
+    // Pages: the whole text, byte for byte.
+    let (all, pages) = page_through(&session, &uri, 64 << 10).await;
+    assert!(
+        all == text.as_bytes(),
+        "paged text differs ({} of {} bytes)",
+        all.len(),
+        text.len()
+    );
+    assert!(pages >= text.len() / (64 << 10), "{pages} pages");
+
+    // An exact range, and one starting inside a character (moved back).
+    let at = text.find("line 5000:").unwrap();
+    let range = read_tool(&session, json!({"uri": uri, "offset": at, "length": 1000})).await;
+    assert_eq!(range["content"][0]["text"], json!(&text[at..at + 1000]));
+    assert_eq!(range["content"].as_array().unwrap().len(), 1, "{range}");
+    assert_eq!(
+        range["_meta"]["io.drainpipe/range"],
+        json!({"offset": at, "length": 1000, "size": text.len()})
+    );
+    let smile = text[at..].find('😀').unwrap() + at;
+    let inside = read_tool(
+        &session,
+        json!({"uri": uri, "offset": smile + 2, "length": 10}),
+    )
+    .await;
+    assert_eq!(
+        inside["_meta"]["io.drainpipe/range"]["offset"],
+        json!(smile)
+    );
+    assert!(
+        inside["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with('😀'),
+        "{inside}"
+    );
+    // A range over the budget is shortened, and says so.
+    let long = read_tool(
+        &session,
+        json!({"uri": uri, "offset": 0, "length": 1 << 20}),
+    )
+    .await;
+    let kept = long["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with(kept) && kept.len() < 64 << 10,
+        "{} bytes",
+        kept.len()
+    );
+    assert!(
+        long["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("shortened"),
+        "{long}"
+    );
+
+    // A pattern: the matching line, at its offset.
+    let found = read_tool(&session, json!({"uri": uri, "pattern": "^line 4242:"})).await;
+    let listed = found["content"][0]["text"].as_str().unwrap();
+    let expected = text.find("line 4242:").unwrap();
+    assert!(
+        listed.starts_with(&format!("{expected}: line 4242:")),
+        "{listed}"
+    );
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    // Every line matches: as many as fit, then where to go on.
+    let many = read_tool(&session, json!({"uri": uri, "pattern": "end$"})).await;
+    let many = many["content"][0]["text"].as_str().unwrap();
+    assert!(
+        many.contains("[drainpipe] more matches after byte"),
+        "{}",
+        &many[many.len().saturating_sub(300)..]
+    );
+    // A bad pattern and an unknown URI are tool errors; a read still works.
+    let bad = read_tool(&session, json!({"uri": uri, "pattern": "("})).await;
+    assert_eq!(bad["isError"], json!(true), "{bad}");
+    let unknown = read_tool(&session, json!({"uri": "drainpipe://result/0-0/9"})).await;
+    assert_eq!(unknown["isError"], json!(true), "{unknown}");
+    match read_resource(&session, "drainpipe://result/0-0/9").await {
+        Err(CallError::JsonRpc { code, .. }) => assert_eq!(code, -32002),
+        other => panic!("expected resource not found, got {other:?}"),
+    }
+    fixture_echo_quickly(&session, "after reading spilled values").await;
+    shutdown_clean(&session).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quota_evicts_the_oldest_first_and_says_so() {
+    let tmp = TempDir::new("quota");
+    let Some(session) = proxied(
+        &[
+            "--clip",
+            "64KiB",
+            "--spill-max",
+            "1MiB",
+            "--metrics",
+            "none",
+        ],
+        &tmp.0,
+    )
+    .await
+    else {
+        return;
+    };
+    // Each call spills one value of 400 KB (`structuredContent.blob`).
+    let mut uris = Vec::new();
+    for _ in 0..3 {
+        let result = within(
+            20,
+            "huge_field",
+            tool(&session, "huge_field", json!({"bytes": 400_000}), opts(15)),
+        )
+        .await
+        .expect("a condensed result")
+        .result;
+        let link = link(&result, "structuredContent/blob");
+        assert_eq!(link["size"], json!(400_000));
+        uris.push(link["uri"].as_str().unwrap().to_string());
+    }
+    // 1.2 MB > 1 MiB: the first is gone, the others readable.
+    match read_resource(&session, &uris[0]).await {
+        Err(CallError::JsonRpc { code, message, .. }) => {
+            assert_eq!(code, -32002);
+            assert!(message.contains("evicted"), "{message}");
+        }
+        other => panic!("expected the first value evicted, got {other:?}"),
+    }
+    let evicted = read_tool(&session, json!({"uri": uris[0]})).await;
+    assert_eq!(evicted["isError"], json!(true));
+    assert!(
+        evicted["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("evicted"),
+        "{evicted}"
+    );
+    for uri in &uris[1..] {
+        let page = read_resource(&session, uri).await.expect("still kept");
+        assert!(
+            page["contents"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("zzz")
+        );
+    }
+    // On disk: never more than the quota.
+    let dirs = tmp.spill_dirs();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let on_disk: u64 = std::fs::read_dir(&dirs[0])
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(on_disk <= 1 << 20, "{on_disk} bytes on disk");
+    // A value larger than the quota on its own is not kept: no link, and
+    // the result is still condensed and honest.
+    let result = within(
+        20,
+        "huge_field",
+        tool(&session, "huge_field", json!({"bytes": 2 << 20}), opts(15)),
+    )
+    .await
+    .expect("a condensed result")
+    .result;
+    let content = result["content"].as_array().unwrap();
+    assert!(
+        !content.iter().any(|b| b["type"] == "resource_link"),
+        "{result}"
+    );
+    assert!(content.iter().any(|b| {
+        b["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("[drainpipe]"))
+    }));
+    fixture_echo_quickly(&session, "after eviction").await;
+    shutdown_clean(&session).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_spill_directory_is_private_and_gone_after_exit() {
+    for ending in ["stdin closed", "SIGTERM"] {
+        let tmp = TempDir::new(if ending == "SIGTERM" { "term" } else { "close" });
+        let Some(session) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp.0).await else {
+            return;
+        };
+        let result = echo(&session, &lines_text(300_000)).await;
+        link(&result, "structuredContent/text");
+        let dirs = tmp.spill_dirs();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dirs[0]), 0o700, "{ending}");
+        let files: Vec<PathBuf> = std::fs::read_dir(&dirs[0])
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(!files.is_empty());
+        for file in &files {
+            assert_eq!(mode(file), 0o600, "{}", file.display());
+        }
+        if ending == "SIGTERM" {
+            procs::signal(session.pid(), Signal::SIGTERM);
+        }
+        shutdown_clean(&session).await;
+        wait_until(10, "the spill directory is removed", || !dirs[0].exists()).await;
+        assert!(tmp.spill_dirs().is_empty(), "{ending}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_proxies_never_read_each_others_values() {
+    let (tmp_a, tmp_b) = (TempDir::new("a"), TempDir::new("b"));
+    let Some(a) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp_a.0).await else {
+        return;
+    };
+    let Some(b) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp_b.0).await else {
+        return;
+    };
+    let (text_a, text_b) = (
+        lines_text(200_000),
+        lines_text(200_000).replace("line", "LINE"),
+    );
+    let uri_a = link(&echo(&a, &text_a).await, "structuredContent/text")["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let uri_b = link(&echo(&b, &text_b).await, "structuredContent/text")["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(uri_a, uri_b);
+    for (session, foreign) in [(&a, &uri_b), (&b, &uri_a)] {
+        match read_resource(session, foreign).await {
+            Err(CallError::JsonRpc { code, .. }) => assert_eq!(code, -32002),
+            other => panic!("a foreign URI must be unknown, got {other:?}"),
+        }
+    }
+    let own = read_resource(&a, &uri_a).await.expect("its own value");
+    assert!(text_a.starts_with(own["contents"][0]["text"].as_str().unwrap()));
+    shutdown_clean(&a).await;
+    shutdown_clean(&b).await;
+}
