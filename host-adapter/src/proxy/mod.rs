@@ -19,6 +19,12 @@
 //! room. An oversize or malformed message is never forwarded; when its id is
 //! known, whoever waits for it gets a JSON-RPC error instead of a hang.
 //!
+//! With `clip_bytes`, a `tools/call` result over the content budget is
+//! condensed as it streams; with `spill` too, the full value of what was
+//! cut is kept in the spill store (`proxy/spill/`) and linked from the result, and the
+//! proxy answers `resources/read` for those links and the `drainpipe_read`
+//! tool it adds to `tools/list` itself, never forwarding them.
+//!
 //! The proxy ends with the server: when the server exits, what it wrote is
 //! delivered, requests still waiting get an error, and [`run`] returns its
 //! status. When the host closes stdin, the server's stdin is closed and it
