@@ -9,10 +9,12 @@
 
 use arbitrary::Arbitrary;
 use drainpipe_framer::budget::{
-    BudgetError, Capture, Condensed, Continuation, MIN_CONDENSE_BUDGET, Pushed, ResultBuilder,
-    escaped_len, longest_prefix_within, value_wire_len,
+    BudgetError, Capture, Condensed, Continuation, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET, Pushed,
+    ResultBuilder, escaped_len, longest_prefix_within, value_wire_len,
 };
-use drainpipe_framer::testing::condense::{check_condensed, condense_split};
+use drainpipe_framer::testing::condense::{
+    check_condensed, check_spilled, condense_linked, condense_split,
+};
 use drainpipe_framer::testing::{OwnedEvent, OwnedId, assert_memory_bound};
 use drainpipe_framer::{Config, Framer};
 use serde_json::{Value, json};
@@ -318,6 +320,19 @@ fn check_condense(input: &BudgetInput) {
     };
     if let Err(error) = check_condensed(&frame, budget, &outcome) {
         panic!("{error}");
+    }
+    // With links: the same promises, and every value it reports for
+    // spilling is the original at its pointer.
+    let linked_budget = budget + (MIN_LINKED_BUDGET - MIN_CONDENSE_BUDGET);
+    match condense_linked(&frame, linked_budget, &split) {
+        Ok((linked, spilled)) => {
+            if let Err(error) = check_condensed(&frame, linked_budget, &linked)
+                .and_then(|()| check_spilled(&frame, &spilled))
+            {
+                panic!("linked: {error}");
+            }
+        }
+        Err(error) => assert!(error.contains("cannot be cut"), "linked: {error}"),
     }
     let out = match outcome {
         Condensed::Cut { frame, .. } => frame,
