@@ -72,8 +72,8 @@ const CHANNEL_MESSAGES: usize = 16;
 enum FileState {
     /// Still being written.
     Writing,
-    /// Complete: its decoded size and a hash of its contents.
-    Complete { len: u64, hash: u64 },
+    /// Complete: its decoded size.
+    Complete { len: u64 },
     /// Removed to stay within the quota.
     Evicted,
     /// Not kept (the reason).
@@ -334,7 +334,7 @@ impl LineSpill {
         self.flush();
         let mut problems = Vec::new();
         // The final state of each value's file.
-        let mut done: Vec<Option<(u64, u64)>> = Vec::new();
+        let mut done: Vec<Option<u64>> = Vec::new();
         for value in links.values() {
             let file = self.files.get(value.value as usize).copied();
             let state = match (file, value.complete) {
@@ -342,7 +342,7 @@ impl LineSpill {
                 _ => None,
             };
             done.push(match state {
-                Some(FileState::Complete { len, hash }) => Some((len, hash)),
+                Some(FileState::Complete { len }) => Some(len),
                 Some(FileState::Failed(why)) => {
                     problems.push(format!("{} not kept: {why}", value.pointer));
                     None
@@ -385,7 +385,7 @@ impl LineSpill {
             .collect();
         let written = links.fill(frame, |value| {
             let k = value.value as usize;
-            let (len, _) = done.get(k).copied().flatten()?;
+            let len = done.get(k).copied().flatten()?;
             Some(Link {
                 uri: &uris[k],
                 size: len,

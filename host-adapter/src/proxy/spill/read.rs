@@ -54,7 +54,7 @@ impl SpillStore {
             return Lookup::Unknown;
         };
         let (size, kind) = match entry.state {
-            FileState::Complete { len, .. } => (len, entry.kind),
+            FileState::Complete { len } => (len, entry.kind),
             FileState::Evicted => return Lookup::Evicted,
             _ => return Lookup::Unknown,
         };

@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::hash::Hasher;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::Ordering;
@@ -24,7 +23,6 @@ struct Open {
     /// Binary: base64 characters held until a group of four is complete.
     carry: Vec<u8>,
     binary: bool,
-    hash: std::collections::hash_map::DefaultHasher,
     len: u64,
 }
 
@@ -53,7 +51,6 @@ pub(super) fn run(shared: &Shared, commands: Receiver<Command>) {
                                 text: Vec::new(),
                                 carry: Vec::new(),
                                 binary: kind == SpillKind::Binary,
-                                hash: Default::default(),
                                 len: 0,
                             },
                         );
@@ -85,10 +82,7 @@ pub(super) fn run(shared: &Shared, commands: Receiver<Command>) {
                     Ok(()) => {
                         let mut state = shared.state();
                         if let Some(f) = state.files.get_mut(&file) {
-                            f.state = FileState::Complete {
-                                len: entry.len,
-                                hash: entry.hash.finish(),
-                            };
+                            f.state = FileState::Complete { len: entry.len };
                         }
                         drop(state);
                         shared.changed.notify_all();
@@ -152,7 +146,6 @@ fn write(
         .out
         .write_all(bytes)
         .map_err(|e| format!("could not write its file: {e}"))?;
-    entry.hash.write(bytes);
     entry.len += bytes.len() as u64;
     Ok(())
 }
