@@ -281,6 +281,62 @@ async fn a_cut_value_is_linked_paged_ranged_and_searched() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_left_out_image_is_kept_as_bytes_and_read_back_as_base64() {
+    use base64::Engine as _;
+    let base64 = base64::engine::general_purpose::STANDARD;
+    let tmp = TempDir::new("image");
+    let Some(session) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp.0).await else {
+        return;
+    };
+    let size = 300_000usize;
+    let original: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+    let result = within(
+        20,
+        "image",
+        tool(&session, "image", json!({"bytes": size}), opts(15)),
+    )
+    .await
+    .expect("a condensed result")
+    .result;
+    let link = link(&result, "content/0/data");
+    assert_eq!(link["mimeType"], "image/png");
+    assert_eq!(link["size"], json!(size));
+    let uri = link["uri"].as_str().unwrap().to_string();
+    // Pages of base64 blobs, within the budget, decoding to the bytes.
+    let mut all = Vec::new();
+    let mut next = Some(uri.clone());
+    while let Some(at) = next {
+        let page = read_resource(&session, &at).await.expect("a page");
+        assert!(serde_json::to_vec(&page).unwrap().len() < 64 << 10);
+        assert_eq!(page["contents"][0]["mimeType"], "image/png");
+        let blob = page["contents"][0]["blob"].as_str().expect("a blob");
+        all.extend(base64.decode(blob).expect("base64"));
+        next = page["_meta"]["io.drainpipe/next"]
+            .as_str()
+            .map(str::to_string);
+    }
+    assert!(
+        all == original,
+        "paged bytes differ ({} of {size})",
+        all.len()
+    );
+    // A byte range, as an embedded resource.
+    let range = read_tool(
+        &session,
+        json!({"uri": uri, "offset": 1000, "length": 5000}),
+    )
+    .await;
+    let blob = range["content"][0]["resource"]["blob"]
+        .as_str()
+        .expect("a blob");
+    assert_eq!(base64.decode(blob).unwrap(), &original[1000..6000]);
+    // A pattern needs text.
+    let pattern = read_tool(&session, json!({"uri": uri, "pattern": "x"})).await;
+    assert_eq!(pattern["isError"], json!(true), "{pattern}");
+    shutdown_clean(&session).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_quota_evicts_the_oldest_first_and_says_so() {
     let tmp = TempDir::new("quota");
     let Some(session) = proxied(
