@@ -7,7 +7,11 @@
 //! returns exact byte ranges (shortened and said when over the budget) and
 //! the lines matching a pattern with their byte offsets; an unknown link is
 //! an error. The clients: the TypeScript SDK 1.x (`spill-client.mjs`) and
-//! the Python SDK (`spill_client.py`), with the same checks.
+//! the Python SDK (`spill_client.py`), with the same checks; and the v2
+//! TypeScript client pinned to revision 2026-07-28 (`spill-client.mjs --sdk
+//! v2`) in front of the v2 server (5 MiB: `server-filesystem` speaks only
+//! the 2025 `initialize`), where the proxy's own answers must be valid
+//! 2026-07-28 results and `server/discover` must announce `resources`.
 //!
 //! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
 
@@ -18,6 +22,9 @@ use serde_json::json;
 
 const BUDGET: usize = 256 << 10;
 const FILE_BYTES: usize = 30 << 20;
+/// The v2 server holds the text in memory, twice (`content` and its
+/// mirror in `structuredContent`): a smaller file keeps the run quick.
+const V2_FILE_BYTES: usize = 5 << 20;
 /// The one line the pattern search must find (regex metacharacters in it:
 /// the clients escape them).
 const MARKER: &str = "drainpipe spill marker (the one line the search finds)";
@@ -26,21 +33,22 @@ const MARKER: &str = "drainpipe spill marker (the one line the search finds)";
 const RUN_SECS: u64 = 300;
 const CLIENT_DEADLINE_SECS: u64 = 270;
 
-/// The clients' arguments: the file, the marker, the budget, then
-/// `drainpipe proxy --clip 256KiB -- server-filesystem <dir>`.
+/// The clients' arguments: `tool`, the file, the marker, the budget, then
+/// `drainpipe proxy --clip 256KiB -- <server>`.
 fn client_args(
-    node: &peers::NodePeer,
     drainpipe: &std::path::Path,
+    server: &[String],
+    tool: &str,
     file: &TextFile,
 ) -> Vec<String> {
     let proxied = proxy_argv(
         drainpipe,
         &["--clip", "256KiB", "--metrics", "none"],
-        &node.filesystem_server(&file.dir),
+        server,
     );
     let mut args: Vec<String> = [
         "--tool",
-        "read_text_file",
+        tool,
         "--file",
         &file.path.display().to_string(),
         "--marker",
@@ -101,7 +109,12 @@ async fn the_typescript_sdk_client_reads_a_spilled_file_back_whole() {
         return;
     };
     let file = TextFile::with_marker("spill-node", FILE_BYTES, MARKER);
-    let args = client_args(&node, &drainpipe, &file);
+    let args = client_args(
+        &drainpipe,
+        &node.filesystem_server(&file.dir),
+        "read_text_file",
+        &file,
+    );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = run_client(
         node.script("spill-client.mjs", &args),
@@ -127,7 +140,12 @@ async fn the_python_sdk_client_reads_a_spilled_file_back_whole() {
         return;
     };
     let file = TextFile::with_marker("spill-python", FILE_BYTES, MARKER);
-    let args = client_args(&node, &drainpipe, &file);
+    let args = client_args(
+        &drainpipe,
+        &node.filesystem_server(&file.dir),
+        "read_text_file",
+        &file,
+    );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = run_client(
         python.script("spill_client.py", &args),
@@ -135,6 +153,53 @@ async fn the_python_sdk_client_reads_a_spilled_file_back_whole() {
         "python-sdk client + server-filesystem, 30 MiB spilled",
     )
     .await;
+    assert_read_back(&run, &file);
+    run.assert_nothing_left();
+}
+
+/// The TypeScript SDK v2 client pinned to 2026-07-28 (`server/discover`,
+/// the protocol envelope in every request's `_meta`) in front of the v2
+/// server serving only that revision, whose `read_text` returns the text in
+/// `content` and mirrors it in `structuredContent`: the same checks, with
+/// the v2 client's checks of 2026-07-28 results on what the proxy answers
+/// itself (`resources/read`, `drainpipe_read`).
+///
+/// Fails for now, at the first page: in 2026-07-28 `resources/read` results
+/// are cacheable and must carry `ttlMs` and `cacheScope`; the proxy's carry
+/// `resultType` only, and the client rejects them ("Invalid result for
+/// resources/read": `ttlMs` expected a number, `cacheScope` one of
+/// "public"|"private").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_v2_sdk_client_reads_a_spilled_value_back_in_2026_07_28() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let file = TextFile::with_marker("spill-v2", V2_FILE_BYTES, MARKER);
+    let server = vec![
+        node.node.display().to_string(),
+        node.dir.join("v2-server.mjs").display().to_string(),
+        "--reject-legacy".to_string(),
+    ];
+    let mut args = vec!["--sdk".to_string(), "v2".to_string()];
+    args.extend(client_args(&drainpipe, &server, "read_text", &file));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = run_client(
+        node.script("spill-client.mjs", &args),
+        RUN_SECS,
+        "typescript-sdk v2 client (2026-07-28) + v2 server, 5 MiB spilled",
+    )
+    .await;
+    assert_eq!(run.summary["protocol"], "2026-07-28", "{}", run.summary);
+    assert!(
+        run.summary["capabilities"]
+            .as_array()
+            .is_some_and(|c| c.contains(&json!("resources"))),
+        "server/discover announces resources: {}",
+        run.summary
+    );
     assert_read_back(&run, &file);
     run.assert_nothing_left();
 }

@@ -1,11 +1,19 @@
-// A host on the official TypeScript SDK 1.x (`Client` + `StdioClientTransport`)
+// A host on an official TypeScript SDK client (`Client` + `StdioClientTransport`)
 // reading a whole file through `drainpipe proxy --clip`, past the budget:
 // the condensed result links to the full text (`resource_link`), which it
 // reads back page by page with `resources/read` and in ranges and searches
 // with the proxy's `drainpipe_read` tool.
 //
 //   node spill-client.mjs --file PATH --marker TEXT --budget N [--tool read_text_file]
-//        [--deadline-s S] -- <drainpipe proxy --clip … -- server-filesystem command…>
+//        [--sdk v1|v2] [--deadline-s S] -- <drainpipe proxy --clip … -- server command…>
+//
+// `--sdk v1` (the default): the 1.x SDK (`@modelcontextprotocol/sdk`), which
+// opens with the 2025 `initialize`. `--sdk v2`: the v2 client
+// (`@modelcontextprotocol/client`) pinned to revision 2026-07-28, which opens
+// with `server/discover` and sends the protocol envelope in every request's
+// `_meta`; in that era the proxy's own answers must pass the client's
+// checks of 2026-07-28 results. The tool must take `{path}` and return the
+// file's text.
 //
 // `--marker` is an ASCII line found once in the file. Every check throws on
 // failure (exit 1). The last stdout line is a JSON summary, which the Rust
@@ -16,8 +24,6 @@
 
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 
 const argv = process.argv.slice(2);
 const split = argv.indexOf("--");
@@ -36,6 +42,11 @@ const marker = option("--marker");
 const budget = Number(option("--budget"));
 const tool = option("--tool", "read_text_file");
 const deadlineS = Number(option("--deadline-s", "240"));
+const sdk = option("--sdk", "v1");
+if (sdk !== "v1" && sdk !== "v2") {
+  console.error(`spill-client.mjs: --sdk ${sdk}: v1 or v2`);
+  process.exit(2);
+}
 if (!path || !marker || !(budget > 0)) {
   console.error("spill-client.mjs: --file, --marker and --budget are required");
   process.exit(2);
@@ -44,6 +55,9 @@ if (!path || !marker || !(budget > 0)) {
 // Every request is bounded: a hang is a failure with a message, not a stuck test.
 const CALL = { timeout: 120_000 };
 const SMALL = { timeout: 30_000 };
+
+/// The revision the v2 client is pinned to.
+const MODERN = "2026-07-28";
 
 const NEXT = "io.drainpipe/next";
 const TRUNCATED = "io.drainpipe/truncated";
@@ -92,7 +106,26 @@ function readText(result, what) {
   return first.text;
 }
 
-async function spill(client, summary) {
+/// The client of `--sdk`, and its `callTool(params, options)` (the 1.x
+/// client takes a result schema between the two).
+async function open() {
+  const name = { name: "drainpipe-release-spill-client", version: "0.0.0" };
+  const server = { command, args, stderr: "inherit", env: process.env };
+  if (sdk === "v1") {
+    const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+    const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
+    const client = new Client(name);
+    const callTool = (params, options) => client.callTool(params, undefined, options);
+    return { client, transport: new StdioClientTransport(server), callTool, opening: "initialize" };
+  }
+  const { Client } = await import("@modelcontextprotocol/client");
+  const { StdioClientTransport } = await import("@modelcontextprotocol/client/stdio");
+  const client = new Client(name, { versionNegotiation: { mode: { pin: MODERN } } });
+  const callTool = (params, options) => client.callTool(params, options);
+  return { client, transport: new StdioClientTransport(server), callTool, opening: "server/discover" };
+}
+
+async function spill({ client, callTool, opening }, summary) {
   const file = readFileSync(path);
   const size = statSync(path).size;
   check(file.length === size, `read the whole file: ${file.length} of ${size} bytes`);
@@ -100,7 +133,7 @@ async function spill(client, summary) {
 
   // The read: condensed, with a link to the full text.
   let start = process.hrtime.bigint();
-  const result = await client.callTool({ name: tool, arguments: { path } }, undefined, CALL);
+  const result = await callTool({ name: tool, arguments: { path } }, CALL);
   summary.call_ms = elapsedMs(start);
   const links = result.content.filter((block) => block.type === "resource_link");
   summary.links = links.map(({ uri, name, size }) => ({ uri, name, size }));
@@ -116,7 +149,8 @@ async function spill(client, summary) {
   check(truncated !== undefined, `the result says it was cut (_meta["${TRUNCATED}"]): _meta = ${preview(result._meta)}`);
   summary.truncated = truncated;
   const capabilities = client.getServerCapabilities();
-  check(capabilities?.resources !== undefined, `initialize declares resources: ${preview(capabilities)}`);
+  summary.capabilities = Object.keys(capabilities ?? {});
+  check(capabilities?.resources !== undefined, `${opening} declares resources: ${preview(capabilities)}`);
 
   // The full text, page by page with resources/read.
   start = process.hrtime.bigint();
@@ -161,7 +195,7 @@ async function spill(client, summary) {
     check(properties[name]?.type === type, `drainpipe_read's ${name} is a ${type}: ${preview(properties[name])}`);
   }
   check(read.inputSchema.required?.includes("uri"), `drainpipe_read requires uri: ${preview(read.inputSchema.required)}`);
-  const readTool = (args) => client.callTool({ name: "drainpipe_read", arguments: args }, undefined, SMALL);
+  const readTool = (args) => callTool({ name: "drainpipe_read", arguments: args }, SMALL);
 
   // Exact ranges, both ends on ASCII bytes: in the middle (multibyte
   // characters inside) and up to the end of the file.
@@ -261,25 +295,30 @@ async function spill(client, summary) {
   check(readText(again, "a byte after the errors") === file.subarray(0, 1).toString("utf8"), "the first byte, after the errors");
 }
 
-const transport = new StdioClientTransport({ command, args, stderr: "inherit", env: process.env });
-const client = new Client({ name: "drainpipe-release-spill-client", version: "0.0.0" });
-const summary = { peer: "typescript-sdk", tool };
+const summary = { peer: sdk === "v1" ? "typescript-sdk" : "typescript-sdk-v2", tool };
 const deadline = setTimeout(() => {
   summary.ok = false;
   summary.error = `spill-client.mjs: not done within ${deadlineS} s`;
   console.log(JSON.stringify(summary));
   process.exit(1);
 }, deadlineS * 1000);
+let client;
 try {
-  await client.connect(transport, SMALL);
-  await spill(client, summary);
+  const opened = await open();
+  client = opened.client;
+  await client.connect(opened.transport, SMALL);
+  if (sdk === "v2") {
+    summary.protocol = client.getNegotiatedProtocolVersion();
+    check(summary.protocol === MODERN, `pinned to ${MODERN}, negotiated ${summary.protocol}`);
+  }
+  await spill(opened, summary);
   summary.ok = true;
 } catch (error) {
   summary.ok = false;
   summary.error = String(error?.stack ?? error);
   process.exitCode = 1;
 } finally {
-  await client.close().catch(() => {});
+  await client?.close().catch(() => {});
   clearTimeout(deadline);
 }
 console.log(JSON.stringify(summary));
