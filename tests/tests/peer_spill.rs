@@ -162,13 +162,9 @@ async fn the_python_sdk_client_reads_a_spilled_file_back_whole() {
 /// server serving only that revision, whose `read_text` returns the text in
 /// `content` and mirrors it in `structuredContent`: the same checks, with
 /// the v2 client's checks of 2026-07-28 results on what the proxy answers
-/// itself (`resources/read`, `drainpipe_read`).
-///
-/// Fails for now, at the first page: in 2026-07-28 `resources/read` results
-/// are cacheable and must carry `ttlMs` and `cacheScope`; the proxy's carry
-/// `resultType` only, and the client rejects them ("Invalid result for
-/// resources/read": `ttlMs` expected a number, `cacheScope` one of
-/// "public"|"private").
+/// itself (`resources/read`, `drainpipe_read`): `resultType`, and on the
+/// cacheable `resources/read` results `ttlMs` and `cacheScope`, which the
+/// client requires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_v2_sdk_client_reads_a_spilled_value_back_in_2026_07_28() {
     let Some(node) = peers::gate("the Node.js peer", peers::node()) else {

@@ -16,8 +16,10 @@ pub(crate) const READ_TOOL: &str = "drainpipe_read";
 pub(crate) const NEXT_KEY: &str = "io.drainpipe/next";
 /// The `_meta` key of the range a read covered.
 pub(crate) const RANGE_KEY: &str = "io.drainpipe/range";
-/// MCP's "resource not found".
+/// "Resource not found" in the 2025 revisions; 2026-07-28 uses invalid
+/// params.
 const RESOURCE_NOT_FOUND: i64 = -32002;
+const INVALID_PARAMS: i64 = -32602;
 /// Bytes of a response kept for all but the text: the envelope, the URIs
 /// (at most ~120 bytes each), `_meta`, a notice.
 const OVERHEAD: usize = 2048;
@@ -70,9 +72,11 @@ pub(crate) fn own_request(method: &[u8], frame: &[u8], server_tool: bool) -> Opt
 /// token), within `budget` bytes. Reads files: call off the reactor.
 pub(crate) fn answer(store: &SpillStore, own: Own, id: &[u8], budget: usize) -> Vec<u8> {
     let max_wire = budget.saturating_sub(OVERHEAD).max(1024);
-    let (outcome, modern) = match own {
-        Own::ReadResource { uri, modern } => (read_resource(store, &uri, max_wire), modern),
-        Own::ReadTool { arguments, modern } => (Ok(read_tool(store, &arguments, max_wire)), modern),
+    let (outcome, modern, cacheable) = match own {
+        Own::ReadResource { uri, modern } => (read_resource(store, &uri, max_wire), modern, true),
+        Own::ReadTool { arguments, modern } => {
+            (Ok(read_tool(store, &arguments, max_wire)), modern, false)
+        }
     };
     let mut line = Vec::with_capacity(1024);
     line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
@@ -81,11 +85,25 @@ pub(crate) fn answer(store: &SpillStore, own: Own, id: &[u8], budget: usize) -> 
         Ok(mut result) => {
             if modern && let Some(object) = result.as_object_mut() {
                 object.insert("resultType".into(), json!("complete"));
+                // 2026-07-28 requires caching advice on cacheable results
+                // (`resources/read`): a page is for this session only, and
+                // its value may be evicted, so nobody keeps it.
+                if cacheable {
+                    object.insert("ttlMs".into(), json!(0));
+                    object.insert("cacheScope".into(), json!("private"));
+                }
             }
             line.extend_from_slice(b",\"result\":");
             let _ = serde_json::to_writer(&mut line, &result);
         }
         Err((code, message, uri)) => {
+            // 2026-07-28 answers a missing resource with invalid params;
+            // the 2025 revisions with their own code.
+            let code = if modern && code == RESOURCE_NOT_FOUND {
+                INVALID_PARAMS
+            } else {
+                code
+            };
             line.extend_from_slice(b",\"error\":");
             let error = json!({"code": code, "message": message, "data": {"uri": uri}});
             let _ = serde_json::to_writer(&mut line, &error);
