@@ -14,7 +14,8 @@
 //!                             -p drainpipe-host --bins` for the fixture)
 //! e2e proxy-result [MIB]      `drainpipe proxy` in front of the fixture answering with MIB
 //!                             MiB (default 200), id last: forwarded whole (--max-frame
-//!                             above it), rejected (4 MiB limit), condensed (--clip 256KiB);
+//!                             above it), rejected (4 MiB limit), condensed (--clip 256KiB),
+//!                             condensed with the cut text spilled to the temp dir;
 //!                             time to the answer and to the next one (the line drained),
 //!                             and the proxy's peak RSS (VmHWM)
 //! e2e pipe-speed [COUNT]      a server writes COUNT (default 300000) notifications of 100 B,
@@ -304,7 +305,11 @@ async fn main() {
             for (what, proxy_args) in [
                 ("forwarded whole", vec!["--max-frame", above.as_str()]),
                 ("rejected", vec![]),
-                ("condensed", vec!["--clip", "256KiB"]),
+                ("condensed", vec!["--clip", "256KiB", "--spill-max", "0"]),
+                (
+                    "condensed+spill",
+                    vec!["--clip", "256KiB", "--spill-max", "4GiB"],
+                ),
             ] {
                 let (took, next, bytes, peak) = proxy_result(mib, &proxy_args).await;
                 println!(
