@@ -78,6 +78,8 @@ const MAX_LISTED_CUTS: usize = 24;
 const MAX_MIRRORS: usize = 8;
 /// Key bytes kept (longer keys match no known member and are not listed).
 const MAX_KEY: usize = 256;
+/// Bytes of a block's `type` or `mimeType` kept.
+const MAX_CAPTURE: usize = 128;
 /// Values reported for spilling and linked, at most, per response.
 pub const MAX_LINKS: usize = 8;
 /// Bytes kept, with links, for one `resource_link` block.
@@ -382,6 +384,9 @@ struct Mirror {
     original: u64,
     /// Whether it was reported for spilling (while cut, or at its shrink).
     spilled: bool,
+    /// It was inside a content block that was replaced: it is no longer in
+    /// the output, and nothing mirrors it.
+    dead: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -938,6 +943,12 @@ impl Condenser {
                 if level.replace {
                     self.replacing = false;
                     self.out.truncate(level.block_start);
+                    // Texts kept inside it are gone with it.
+                    for m in &mut self.mirrors {
+                        if m.start >= level.block_start {
+                            m.dead = true;
+                        }
+                    }
                     let text = replacement_text(&level, self.budget);
                     self.out.extend_from_slice(&text);
                     self.reserve -= 1;
@@ -1006,7 +1017,7 @@ impl Condenser {
                 .mirrors
                 .iter()
                 .enumerate()
-                .filter(|(_, m)| m.structured != side)
+                .filter(|(_, m)| m.structured != side && !m.dead)
                 .fold(0u16, |bits, (bit, _)| bits | 1 << bit),
             None => 0,
         };
@@ -1078,7 +1089,7 @@ impl Condenser {
         };
         s.len += piece.len() as u64;
         if s.capture != Capture::None {
-            let room = 64usize.saturating_sub(s.captured.len());
+            let room = MAX_CAPTURE.saturating_sub(s.captured.len());
             s.captured
                 .extend_from_slice(&piece[..piece.len().min(room)]);
         }
@@ -1227,7 +1238,7 @@ impl Condenser {
             let m = &self.mirrors[index];
             (m.start, m.len)
         };
-        if len >= old {
+        if len >= old || self.mirrors[index].dead || start + old > self.out.len() {
             return;
         }
         // Kept whole until now, it is whole in the output: reported before
@@ -1297,8 +1308,13 @@ impl Condenser {
         if s.capture != Capture::None
             && let Some(block) = self.stack.iter_mut().rev().find(|l| l.role == Role::Block)
         {
+            // A value longer than what was captured is not known: a
+            // media type cut short must not be reported as one.
+            let whole = s.len as usize <= s.captured.len();
             if s.capture == Capture::BlockType {
                 block.block_type = s.captured;
+            } else if !whole {
+                block.block_mime = Vec::new();
             } else {
                 block.block_mime = s.captured;
             }
@@ -1338,6 +1354,7 @@ impl Condenser {
                 pointer,
                 original: s.len,
                 spilled: s.spill.is_some(),
+                dead: false,
             });
         }
         self.out.push(b'"');
@@ -1386,11 +1403,15 @@ impl fmt::Write for Digits<'_> {
 fn matching(mirrors: &[Mirror], out: &[u8], candidates: u16, at: usize, piece: &[u8]) -> u16 {
     let mut still = 0;
     for (bit, m) in mirrors.iter().enumerate() {
-        if candidates & (1 << bit) == 0 || at > m.len || (m.whole && at + piece.len() > m.len) {
+        if candidates & (1 << bit) == 0
+            || m.dead
+            || at > m.len
+            || (m.whole && at + piece.len() > m.len)
+        {
             continue;
         }
         let compared = piece.len().min(m.len - at);
-        if out[m.start + at..m.start + at + compared] == piece[..compared] {
+        if out.get(m.start + at..m.start + at + compared) == Some(&piece[..compared]) {
             still |= 1 << bit;
         }
     }

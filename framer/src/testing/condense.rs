@@ -397,6 +397,13 @@ pub fn check_condensed(
             let Some(t) = block.get("text").and_then(Value::as_str) else {
                 continue;
             };
+            // A block replaced for its binary value keeps no text to mirror.
+            if result["content"]
+                .get(i)
+                .is_some_and(|kept| is_replacement(block, kept))
+            {
+                continue;
+            }
             for (key, value) in structured {
                 if value.as_str() == Some(t) {
                     let kept_text = result["content"].get(i).and_then(|b| b.get("text"));

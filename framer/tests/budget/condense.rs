@@ -249,3 +249,33 @@ fn property_linked_results_are_valid_bounded_honest_and_complete() {
             }
         });
 }
+
+#[test]
+fn a_text_inside_a_replaced_block_is_no_longer_mirrored() {
+    // The text is kept in a block whose binary value then does not fit:
+    // the block is replaced, and a later string equal to the text must not
+    // be matched against what is no longer in the output.
+    let t = "a".repeat(20_000);
+    let data = "QUJD".repeat(100_000);
+    let line = json!({"result": {"content": [{"type": "text", "text": t, "data": data}], "structuredContent": {"t": t}}, "jsonrpc": "2.0", "id": 1}).to_string();
+    for lengths in [&[][..], &[4096], &[1]] {
+        let outcome = condense_split(line.as_bytes(), 64 << 10, lengths).expect("condenses");
+        check_condensed(line.as_bytes(), 64 << 10, &outcome).unwrap_or_else(|e| panic!("{e}"));
+        let (outcome, spilled) =
+            condense_linked(line.as_bytes(), 64 << 10, lengths).expect("condenses");
+        check_condensed(line.as_bytes(), 64 << 10, &outcome).unwrap_or_else(|e| panic!("{e}"));
+        check_spilled(line.as_bytes(), &spilled).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn a_media_type_longer_than_kept_is_not_reported() {
+    let xlsx = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
+    let long = format!("application/x-{}", "y".repeat(200));
+    let data = "QUJD".repeat(50_000);
+    for (mime, expected) in [(xlsx, xlsx), (long.as_str(), "application/octet-stream")] {
+        let line = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "resource", "resource": {"uri": "file:///x", "blob": data, "mimeType": mime}}]}}).to_string();
+        let (_, spilled) = linked(line.as_bytes(), 16 << 10, &[100]);
+        assert_eq!(spilled[0].spilled.mime, expected);
+    }
+}
