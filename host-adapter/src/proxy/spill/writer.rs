@@ -84,6 +84,7 @@ pub(super) fn run(shared: &Shared, commands: Receiver<Command>) {
                         if let Some(f) = state.files.get_mut(&file) {
                             f.state = FileState::Complete { len: entry.len };
                         }
+                        evict_for(shared, &mut state, file);
                         drop(state);
                         shared.changed.notify_all();
                     }
@@ -124,7 +125,10 @@ fn write(
     }
     let decoded: Vec<u8>;
     let bytes: &[u8] = if entry.binary {
-        entry.carry.extend_from_slice(&entry.text);
+        // MIME-style base64 may carry line breaks: not part of the data.
+        entry
+            .carry
+            .extend(entry.text.iter().filter(|b| !b.is_ascii_whitespace()));
         let whole = if last {
             entry.carry.len()
         } else {
@@ -150,44 +154,45 @@ fn write(
     Ok(())
 }
 
-/// Counts `more` bytes for `file`, evicting the oldest other values first
-/// if the quota needs it.
+/// Counts `more` bytes for `file`. A value that passes the quota on its
+/// own fails here, before anything was evicted for it; room for the others
+/// is made when it is complete ([`evict_for`]), so a value refused halfway
+/// costs no kept value.
 fn make_room(shared: &Shared, file: u64, more: u64) -> Result<(), String> {
     let max = shared.config.max_bytes;
     let mut state = shared.state();
-    while state.total + more > max {
-        let oldest = state.order.iter().copied().find(|f| {
-            *f != file
-                && state
-                    .files
-                    .get(f)
-                    .is_some_and(|e| e.on_disk > 0 || e.state != FileState::Evicted)
-        });
-        let Some(oldest) = oldest else {
-            return Err(format!("it is larger than the spill quota of {max} bytes"));
-        };
-        let writing = state
-            .files
-            .get(&oldest)
-            .is_some_and(|e| e.state == FileState::Writing);
-        if writing {
-            // Another value of the same response still being written: the
-            // quota cannot hold both.
-            return Err(format!(
-                "the values of this result are larger than the spill quota of {max} bytes"
-            ));
-        }
-        remove(shared, &mut state, oldest);
-        if let Some(entry) = state.files.get_mut(&oldest) {
-            entry.state = FileState::Evicted;
-        }
-        state.order.retain(|&f| f != oldest);
+    let mine = state.files.get(&file).map_or(0, |e| e.on_disk);
+    if mine + more > max {
+        return Err(format!("it is larger than the spill quota of {max} bytes"));
     }
     state.total += more;
     if let Some(entry) = state.files.get_mut(&file) {
         entry.on_disk += more;
     }
     Ok(())
+}
+
+/// `file` is complete: evicts the oldest other complete values until the
+/// store is within its quota again.
+fn evict_for(shared: &Shared, state: &mut State, file: u64) {
+    let max = shared.config.max_bytes;
+    while state.total > max {
+        let oldest = state.order.iter().copied().find(|f| {
+            *f != file
+                && state
+                    .files
+                    .get(f)
+                    .is_some_and(|e| matches!(e.state, FileState::Complete { .. }))
+        });
+        let Some(oldest) = oldest else {
+            break;
+        };
+        remove(shared, state, oldest);
+        if let Some(entry) = state.files.get_mut(&oldest) {
+            entry.state = FileState::Evicted;
+        }
+        state.order.retain(|&f| f != oldest);
+    }
 }
 
 /// Deletes `file` from disk and the count.
