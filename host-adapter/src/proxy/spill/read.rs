@@ -30,17 +30,46 @@ pub(crate) enum Lookup {
 }
 
 /// A `drainpipe:` URI split into the value's name and the page offset.
+/// The names this proxy gives are short (`<token>-<n>/<k>`) and offsets
+/// are at most 20 digits: anything longer is not one of its URIs.
 pub(crate) fn parse_uri(uri: &str) -> Option<(&str, Option<u64>)> {
     let rest = uri.strip_prefix(URI_PREFIX)?;
     let (name, query) = match rest.split_once('?') {
         Some((name, query)) => (name, Some(query)),
         None => (rest, None),
     };
+    if name.len() > 64 {
+        return None;
+    }
     let offset = match query {
         None => None,
-        Some(query) => Some(query.strip_prefix("offset=")?.parse().ok()?),
+        Some(query) => {
+            let digits = query.strip_prefix("offset=")?;
+            if digits.len() > 20 {
+                return None;
+            }
+            Some(digits.parse().ok()?)
+        }
     };
     Some((name, offset))
+}
+
+/// The URI of value `name` at `offset`, as this proxy writes it.
+pub(crate) fn value_uri(name: &str, offset: Option<u64>) -> String {
+    match offset {
+        Some(offset) => format!("{URI_PREFIX}{name}?offset={offset}"),
+        None => format!("{URI_PREFIX}{name}"),
+    }
+}
+
+/// At most `max` bytes of `text` (cut at a character), for echoing what a
+/// peer sent inside an answer that must stay within a budget.
+pub(crate) fn shown(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 impl SpillStore {
@@ -199,30 +228,53 @@ impl Value {
         let mut line_start = start;
         let mut block = vec![0u8; 1 << 20];
         let mut at = start;
-        let mut check =
-            |line: &[u8], line_start: u64, out: &mut String, wire: &mut usize| -> bool {
-                let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
-                if !pattern.is_match(trimmed) {
-                    return true;
-                }
-                let mut shown_len = trimmed.len().min(SHOWN_LINE);
-                while shown_len < trimmed.len() && trimmed[shown_len] & 0xC0 == 0x80 {
-                    shown_len -= 1;
-                }
-                let shown = String::from_utf8_lossy(&trimmed[..shown_len]);
-                let entry = format!(
-                    "{line_start}: {shown}{}\n",
-                    if shown_len < trimmed.len() { "…" } else { "" }
-                );
-                let w: usize = entry.chars().map(wire_len).sum();
-                if *wire + w > max_wire {
-                    return false;
-                }
+        // Adds a matching line's entry; false when it does not fit. The
+        // first match always gets in, shortened to the room, so a search
+        // always moves on.
+        let check = |line: &[u8],
+                     line_start: u64,
+                     out: &mut String,
+                     wire: &mut usize,
+                     found: &mut usize|
+         -> bool {
+            let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
+            if !pattern.is_match(trimmed) {
+                return true;
+            }
+            let mut shown_len = trimmed.len().min(SHOWN_LINE);
+            while shown_len < trimmed.len() && trimmed[shown_len] & 0xC0 == 0x80 {
+                shown_len -= 1;
+            }
+            let shown = String::from_utf8_lossy(&trimmed[..shown_len]);
+            let entry = format!(
+                "{line_start}: {shown}{}\n",
+                if shown_len < trimmed.len() { "…" } else { "" }
+            );
+            let w: usize = entry.chars().map(wire_len).sum();
+            if *wire + w <= max_wire {
                 *wire += w;
                 out.push_str(&entry);
-                found += 1;
-                true
-            };
+                *found += 1;
+                return true;
+            }
+            if *found > 0 {
+                return false;
+            }
+            let mut entry = format!("{line_start}: ");
+            let mut w: usize = entry.chars().map(wire_len).sum::<usize>() + 4;
+            for c in shown.chars() {
+                if *wire + w + wire_len(c) > max_wire {
+                    break;
+                }
+                w += wire_len(c);
+                entry.push(c);
+            }
+            entry.push_str("…\n");
+            *wire += w;
+            out.push_str(&entry);
+            *found += 1;
+            true
+        };
         loop {
             let n = input.read(&mut block)?;
             if n == 0 {
@@ -242,7 +294,7 @@ impl Value {
                 rest = &rest[consumed..];
                 at += consumed as u64;
                 if newline && take == piece.len() || full {
-                    if !check(&line, line_start, &mut out, &mut wire) {
+                    if !check(&line, line_start, &mut out, &mut wire, &mut found) {
                         return Ok((out, found, Some(line_start)));
                     }
                     line.clear();
@@ -250,7 +302,7 @@ impl Value {
                 }
             }
         }
-        if !line.is_empty() && !check(&line, line_start, &mut out, &mut wire) {
+        if !line.is_empty() && !check(&line, line_start, &mut out, &mut wire, &mut found) {
             return Ok((out, found, Some(line_start)));
         }
         Ok((out, found, None))

@@ -6,7 +6,7 @@
 use regex::bytes::RegexBuilder;
 use serde_json::{Map, Value, json};
 
-use super::read::{Lookup, parse_uri};
+use super::read::{Lookup, parse_uri, shown, value_uri};
 use super::{SpillStore, URI_PREFIX};
 use drainpipe_framer::budget::SpillKind;
 
@@ -34,25 +34,47 @@ pub(crate) enum Own {
     ReadResource { uri: String, modern: bool },
     /// `tools/call` of `drainpipe_read`.
     ReadTool { arguments: Value, modern: bool },
+    /// `resources/list` or `resources/templates/list` to a server that
+    /// announced no resources (the proxy did, for its links): an empty
+    /// list under `key`, rather than the server's "method not found".
+    EmptyList { key: &'static str, modern: bool },
 }
 
 /// Whether the request `frame` (`method`) is one the proxy answers itself.
-/// `server_tool`: the server has its own `drainpipe_read`.
-pub(crate) fn own_request(method: &[u8], frame: &[u8], server_tool: bool) -> Option<Own> {
-    let wanted = match method {
-        b"resources/read" => URI_PREFIX.as_bytes(),
+/// `server_tool`: the server has its own `drainpipe_read`;
+/// `server_resources`: it announced resources.
+pub(crate) fn own_request(
+    method: &[u8],
+    frame: &[u8],
+    server_tool: bool,
+    server_resources: bool,
+) -> Option<Own> {
+    let list = match method {
+        b"resources/list" => Some("resources"),
+        b"resources/templates/list" => Some("resourceTemplates"),
+        _ => None,
+    };
+    // Looked for as written: a JSON writer may escape the URI's slashes.
+    let wanted: &[u8] = match method {
+        b"resources/read" => b"drainpipe:",
         b"tools/call" if !server_tool => READ_TOOL.as_bytes(),
+        _ if list.is_some() && !server_resources => b"",
         _ => return None,
     };
-    memchr::memmem::find(frame, wanted)?;
+    if !wanted.is_empty() {
+        memchr::memmem::find(frame, wanted)?;
+    }
     let message: Value = serde_json::from_slice(frame).ok()?;
-    let params = message.get("params")?;
+    let params = message.get("params").unwrap_or(&Value::Null);
     // 2026-07-28: the request carries the protocol envelope; the answer
     // then carries `resultType`.
     let modern = params
         .get("_meta")
         .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
         .is_some();
+    if let Some(key) = list {
+        return Some(Own::EmptyList { key, modern });
+    }
     match method {
         b"resources/read" => {
             let uri = params.get("uri")?.as_str()?;
@@ -77,7 +99,9 @@ pub(crate) fn answer(store: &SpillStore, own: Own, id: &[u8], budget: usize) -> 
         Own::ReadTool { arguments, modern } => {
             (Ok(read_tool(store, &arguments, max_wire)), modern, false)
         }
+        Own::EmptyList { key, modern } => (Ok(json!({ key: [] })), modern, true),
     };
+
     let mut line = Vec::with_capacity(1024);
     line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     line.extend_from_slice(id);
@@ -117,7 +141,14 @@ type Failure = (i64, String, String);
 
 /// `resources/read`: one page, and the next page's URI.
 fn read_resource(store: &SpillStore, uri: &str, max_wire: usize) -> Result<Value, Failure> {
-    let not_found = |why: &str| (RESOURCE_NOT_FOUND, format!("{uri}: {why}"), uri.to_string());
+    let echoed = shown(uri, MAX_ECHO);
+    let not_found = |why: &str| {
+        (
+            RESOURCE_NOT_FOUND,
+            format!("{echoed}: {why}"),
+            echoed.to_string(),
+        )
+    };
     let Some((name, offset)) = parse_uri(uri) else {
         return Err(not_found("not a drainpipe result URI"));
     };
@@ -126,6 +157,10 @@ fn read_resource(store: &SpillStore, uri: &str, max_wire: usize) -> Result<Value
         Lookup::Evicted => return Err(not_found(EVICTED)),
         Lookup::Unknown => return Err(not_found(UNKNOWN)),
     };
+    // Answered with the URI as this proxy writes it: bounded, whatever
+    // spelling the host used.
+    let uri = value_uri(name, offset);
+    let uri = uri.as_str();
     let offset = offset.unwrap_or(0);
     let io = |e: std::io::Error| {
         (
@@ -163,6 +198,8 @@ fn read_resource(store: &SpillStore, uri: &str, max_wire: usize) -> Result<Value
     Ok(result)
 }
 
+/// The most of a peer's URI echoed in an answer.
+const MAX_ECHO: usize = 200;
 const EVICTED: &str =
     "this value was evicted to keep the spill store within its quota (drainpipe proxy --spill-max)";
 const UNKNOWN: &str =
@@ -198,9 +235,13 @@ fn read_tool(store: &SpillStore, arguments: &Value, max_wire: usize) -> Value {
     };
     let Some((name, page)) = parse_uri(uri) else {
         return tool_error(format!(
-            "{uri}: not a drainpipe result URI (drainpipe://result/...)"
+            "{}: not a drainpipe result URI (drainpipe://result/...)",
+            shown(uri, MAX_ECHO)
         ));
     };
+    let uri = value_uri(name, None);
+    let uri = uri.as_str();
+
     let mut value = match store.lookup(name) {
         Lookup::Found(value) => value,
         Lookup::Evicted => return tool_error(format!("{uri}: {EVICTED}")),
@@ -321,9 +362,7 @@ pub(crate) fn add_read_tool(frame: &[u8], host_id: &[u8]) -> ToolsList {
     let Some(mut result) = result_of(frame) else {
         return ToolsList::Unchanged;
     };
-    if result.get("nextCursor").is_some_and(|c| !c.is_null()) {
-        return ToolsList::Unchanged;
-    }
+    let last_page = result.get("nextCursor").is_none_or(Value::is_null);
     let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
         return ToolsList::Unchanged;
     };
@@ -331,15 +370,44 @@ pub(crate) fn add_read_tool(frame: &[u8], host_id: &[u8]) -> ToolsList {
         .iter()
         .any(|t| t.get("name").and_then(Value::as_str) == Some(READ_TOOL))
     {
+        // On any page: the server's own tool of that name wins.
         return ToolsList::ServerHasOne;
+    }
+    if !last_page {
+        return ToolsList::Unchanged;
     }
     tools.push(read_tool_definition());
     ToolsList::Added(response(host_id, &result))
 }
 
-/// Adds `resources: {}` to the capabilities of an `initialize` or
-/// `server/discover` result that has none; `None` when it has.
-pub(crate) fn add_resources_capability(frame: &[u8], host_id: &[u8]) -> Option<Vec<u8>> {
+/// What the server's `initialize` or `server/discover` result says.
+#[derive(Debug, Default)]
+pub(crate) struct Handshake {
+    /// The result with `resources` added to its capabilities, if it had
+    /// none.
+    pub(crate) line: Option<Vec<u8>>,
+    /// The protocol revision it settled on (`initialize`), if it says.
+    pub(crate) protocol: Option<String>,
+}
+
+/// Reads a handshake result and adds `resources: {}` to its capabilities
+/// if it has none.
+pub(crate) fn handshake(frame: &[u8], host_id: &[u8]) -> Handshake {
+    let protocol =
+        result_of(frame).and_then(|r| r.get("protocolVersion")?.as_str().map(str::to_string));
+    Handshake {
+        line: add_resources_capability(frame, host_id),
+        protocol,
+    }
+}
+
+/// Whether a protocol revision has `resource_link` (2025-06-18 and later;
+/// revisions are dates, so their text sorts in order).
+pub(crate) fn has_resource_links(revision: &str) -> bool {
+    revision >= "2025-06-18"
+}
+
+fn add_resources_capability(frame: &[u8], host_id: &[u8]) -> Option<Vec<u8>> {
     let mut result = result_of(frame)?;
     let capabilities = result
         .as_object_mut()?
