@@ -15,6 +15,16 @@ use drainpipe_framer::budget::{CondenseError, Condensed, Condenser, MIN_LINKED_B
 
 use crate::proxy::spill::{LineSpill, SpillStore};
 
+/// Whether the line that passes the budget now should be spilled (asked
+/// once per line).
+pub(crate) struct SpillWanted(pub(crate) Box<dyn Fn() -> bool + Send>);
+
+impl std::fmt::Debug for SpillWanted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpillWanted")
+    }
+}
+
 /// A condensed line and, with a spill store, the values it cut.
 pub(crate) type Tapped = (Result<Condensed, CondenseError>, Option<LineSpill>);
 
@@ -32,7 +42,7 @@ pub(crate) struct LineTap {
     condenser: Option<Condenser>,
     /// Where the values the condenser cuts are kept, if anywhere; and
     /// those of the current line.
-    spill: Option<SpillStore>,
+    spill: Option<(SpillStore, SpillWanted)>,
     line_spill: Option<LineSpill>,
     /// The outcome for the line that ended in the last read, by its offset.
     finished: Option<(u64, Tapped)>,
@@ -56,8 +66,9 @@ impl LineTap {
         }
     }
 
-    /// A tap whose condensed lines keep what they cut in `store`.
-    pub(crate) fn with_spill(mut self, store: Option<SpillStore>) -> Self {
+    /// A tap whose condensed lines keep what they cut in `store`, when
+    /// `wanted` says so as the line passes the budget.
+    pub(crate) fn with_spill(mut self, store: Option<(SpillStore, SpillWanted)>) -> Self {
         self.spill = store;
         self
     }
@@ -112,7 +123,12 @@ impl LineTap {
         // Past the budget: from here on the line is condensed as it streams.
         // (A budget below the condenser's minimum is refused when the proxy
         // is configured.)
-        if let Ok((mut condenser, mut line_spill)) = condenser(self.budget, self.spill.as_ref()) {
+        let store = self
+            .spill
+            .as_ref()
+            .filter(|(_, wanted)| (wanted.0)())
+            .map(|(store, _)| store);
+        if let Ok((mut condenser, mut line_spill)) = condenser(self.budget, store) {
             feed(&mut condenser, &self.held, line_spill.as_mut());
             feed(&mut condenser, bytes, line_spill.as_mut());
             self.condenser = Some(condenser);

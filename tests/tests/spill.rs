@@ -424,6 +424,12 @@ async fn the_quota_evicts_the_oldest_first_and_says_so() {
             .as_str()
             .is_some_and(|t| t.starts_with("[drainpipe]"))
     }));
+    // ... and it evicted nothing on its way to failing.
+    for uri in &uris[1..] {
+        read_resource(&session, uri)
+            .await
+            .expect("still kept after the refused value");
+    }
     fixture_echo_quickly(&session, "after eviction").await;
     shutdown_clean(&session).await;
 }
@@ -491,4 +497,149 @@ async fn two_proxies_never_read_each_others_values() {
     assert!(text_a.starts_with(own["contents"][0]["text"].as_str().unwrap()));
     shutdown_clean(&a).await;
     shutdown_clean(&b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_reads_get_bounded_answers_and_searches_move_on() {
+    let tmp = TempDir::new("hostile");
+    let Some(session) = proxied(&["--clip", "8KiB", "--metrics", "none"], &tmp.0).await else {
+        return;
+    };
+    // Lines of control characters: each one escapes to six bytes, so one
+    // line shown whole does not fit the budget. The first match is then
+    // shortened, and the search says where to go on, past it.
+    let line = "\u{1b}".repeat(2000);
+    let text = format!("{line}\n").repeat(20);
+    let result = echo(&session, &text).await;
+    let uri = link(&result, "structuredContent/text")["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut offset = 0u64;
+    for round in 0..3 {
+        let found = read_tool(
+            &session,
+            json!({"uri": uri, "pattern": "\\x1b", "offset": offset}),
+        )
+        .await;
+        let listed = found["content"][0]["text"].as_str().unwrap();
+        assert!(
+            listed.starts_with(&format!("{offset}: ")),
+            "round {round}: {}",
+            &listed[..80.min(listed.len())]
+        );
+        let next = found["_meta"]["io.drainpipe/range"]["next"]
+            .as_u64()
+            .expect("more to come");
+        assert!(
+            next > offset,
+            "round {round}: the search moves on ({next} after {offset})"
+        );
+        offset = next;
+    }
+    // A URI of any length gets a short error, within the budget.
+    let long = format!("{uri}?offset={}", "0".repeat(100_000));
+    match read_resource(&session, &long).await {
+        Err(CallError::JsonRpc { code, message, .. }) => {
+            assert_eq!(code, -32002);
+            assert!(message.len() < 1000, "{} bytes", message.len());
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+    let named = read_tool(
+        &session,
+        json!({"uri": format!("drainpipe://result/{}", "x".repeat(100_000))}),
+    )
+    .await;
+    assert_eq!(named["isError"], json!(true));
+    assert!(named["content"][0]["text"].as_str().unwrap().len() < 1000);
+    shutdown_clean(&session).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_lists_are_answered_and_old_revisions_get_no_links() {
+    let tmp = TempDir::new("handshake");
+    let Some(session) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp.0).await else {
+        return;
+    };
+    // The fixture announces no resources; the proxy adds them, so it
+    // answers the lists a host then asks for.
+    let mut params = initialize_params();
+    params["protocolVersion"] = json!("2025-03-26");
+    let init = within(
+        10,
+        "initialize",
+        session.call("initialize", params, opts(5)),
+    )
+    .await
+    .expect("initialize");
+    assert_eq!(init.result["protocolVersion"], "2025-03-26");
+    assert!(init.result["capabilities"]["resources"].is_object());
+    for (method, key) in [
+        ("resources/list", "resources"),
+        ("resources/templates/list", "resourceTemplates"),
+    ] {
+        let list = within(10, method, session.call(method, json!({}), opts(5)))
+            .await
+            .expect(method);
+        assert_eq!(list.result[key], json!([]), "{method}");
+    }
+    // 2025-03-26 has no resource_link: a cut result is condensed, with
+    // no link and nothing kept.
+    let result = echo(&session, &lines_text(300_000)).await;
+    let content = result["content"].as_array().unwrap();
+    assert!(
+        !content.iter().any(|b| b["type"] == "resource_link"),
+        "{result}"
+    );
+    assert!(content.iter().any(|b| {
+        b["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("[drainpipe]"))
+    }));
+    let dirs = tmp.spill_dirs();
+    let kept: usize = dirs
+        .iter()
+        .map(|d| {
+            std::fs::read_dir(d)
+                .unwrap()
+                .flatten()
+                .filter(|e| e.file_name() != ".lock")
+                .count()
+        })
+        .sum();
+    assert_eq!(kept, 0, "nothing kept");
+    shutdown_clean(&session).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spill_directory_left_by_a_killed_proxy_is_removed_by_the_next() {
+    let tmp = TempDir::new("stale");
+    let Some(first) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp.0).await else {
+        return;
+    };
+    link(
+        &echo(&first, &lines_text(200_000)).await,
+        "structuredContent/text",
+    );
+    let left = tmp.spill_dirs();
+    assert_eq!(left.len(), 1);
+    // SIGKILL: the proxy cannot clean up.
+    procs::kill_pid(first.pid());
+    wait_until(10, "the proxy is gone", || {
+        procs::stat(first.pid()).is_none()
+    })
+    .await;
+    assert!(left[0].exists(), "left behind by SIGKILL");
+    drop(first);
+    let Some(second) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp.0).await else {
+        return;
+    };
+    link(
+        &echo(&second, &lines_text(200_000)).await,
+        "structuredContent/text",
+    );
+    assert!(!left[0].exists(), "the stale directory was removed");
+    assert_eq!(tmp.spill_dirs().len(), 1, "only the live one");
+    shutdown_clean(&second).await;
 }

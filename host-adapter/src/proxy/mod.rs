@@ -41,10 +41,12 @@ mod wire;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use drainpipe_framer::Config as FramerConfig;
+use drainpipe_framer::budget::MIN_LINKED_BUDGET;
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::process::Command;
@@ -54,7 +56,7 @@ use tokio_util::sync::CancellationToken;
 pub use metrics::{DirectionMetrics, ProxyMetrics};
 pub use sink::{SinkCloser, StderrSink};
 pub use spill::SpillConfig;
-pub use wire::{INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE};
+pub use wire::{INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE};
 
 use crate::session::{ShutdownTimeouts, process};
 use route::{Direction, InFlight, Router, SpillRoute};
@@ -170,6 +172,12 @@ pub async fn run(
     let (server_replies, server_replies_rx) = mpsc::channel(config.reply_queue.max(1));
     let (host_replies, host_replies_rx) = mpsc::channel(config.reply_queue.max(1));
     let store = match (config.clip_bytes, config.spill) {
+        (Some(clip), Some(_)) if clip < MIN_LINKED_BUDGET => {
+            sink.line(&format!(
+                "a content budget under {MIN_LINKED_BUDGET} bytes has no room for links: what --clip cuts is not kept"
+            ));
+            None
+        }
         (Some(_), Some(spill)) => match SpillStore::start(spill) {
             Ok(store) => Some(store),
             Err(error) => {
@@ -185,7 +193,10 @@ pub async fn run(
         store: store.clone(),
         answers: to_host.clone(),
         reads: Arc::new(tokio::sync::Semaphore::new(4)),
-        server_tool: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        server_tool: Arc::new(AtomicBool::new(false)),
+        server_lacks_resources: Arc::new(AtomicBool::new(false)),
+        links: Arc::new(AtomicBool::new(true)),
+        waiting: Arc::new(AtomicUsize::new(0)),
     });
     let router = |direction, forward, reply, answer_other| Router {
         direction,

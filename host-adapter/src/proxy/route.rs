@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
@@ -27,11 +27,13 @@ use super::metrics::{DirectionMetrics, ProxyMetrics};
 use super::queue::Forward;
 use super::sink::StderrSink;
 use super::spill::rpc::{
-    Own, ToolsList, add_read_tool, add_resources_capability, answer, own_request,
+    Own, ToolsList, add_read_tool, answer, handshake, has_resource_links, own_request,
 };
 use super::spill::{LineSpill, SpillStore};
-use super::wire::{INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_GONE, TOO_LARGE, error_line};
-use crate::condense::{LineTap, Tapped, condense_frame_spilling};
+use super::wire::{
+    INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE, error_line,
+};
+use crate::condense::{LineTap, SpillWanted, Tapped, condense_frame_spilling};
 
 /// Host requests still waiting for the server's answer, matched by the
 /// value of their id ([`Id::canonical`](drainpipe_framer::Id::canonical)):
@@ -86,6 +88,13 @@ impl InFlight {
         self.requests
             .get(&key_of(id))
             .is_some_and(|&(_, kind)| kind == Kind::ToolCall)
+    }
+
+    /// Whether any `tools/call` is waiting for its answer.
+    pub(crate) fn has_tool_call(&self) -> bool {
+        self.requests
+            .values()
+            .any(|&(_, kind)| kind == Kind::ToolCall)
     }
 
     /// The host cancelled `id`: the server need not answer it, but may.
@@ -196,6 +205,21 @@ pub(crate) struct SpillRoute {
     pub(crate) reads: Arc<Semaphore>,
     /// The server has its own `drainpipe_read`: calls to it go there.
     pub(crate) server_tool: Arc<AtomicBool>,
+    /// The server's handshake announced no resources (the proxy added
+    /// them): its resource lists are answered empty by the proxy.
+    pub(crate) server_lacks_resources: Arc<AtomicBool>,
+    /// The revision settled on has `resource_link` (2025-06-18 and later,
+    /// or no `initialize` seen): else nothing is spilled or linked.
+    pub(crate) links: Arc<AtomicBool>,
+    /// Reads taken and not yet answered: past [`SpillRoute::MAX_WAITING`]
+    /// a read is refused at once.
+    pub(crate) waiting: Arc<AtomicUsize>,
+}
+
+impl SpillRoute {
+    /// Reads waiting at most. Bounds the proxy's **memory** against a host
+    /// that sends reads and never reads the answers.
+    pub(crate) const MAX_WAITING: usize = 64;
 }
 
 /// A line that was rejected while its id was not seen yet: its
@@ -236,7 +260,18 @@ impl Router {
         // Results over the content budget are condensed as they stream.
         let mut tap = match (self.direction, self.config.clip_bytes) {
             (Direction::ServerToHost, Some(budget)) => {
-                Some(LineTap::new(budget).with_spill(self.spill.as_ref().map(|s| s.store.clone())))
+                Some(
+                    LineTap::new(budget).with_spill(self.spill.as_ref().map(|s| {
+                        // A line is spilled only while it may be a tool's
+                        // result the host can follow a link from.
+                        let (links, in_flight) = (s.links.clone(), self.in_flight.clone());
+                        let wanted = SpillWanted(Box::new(move || {
+                            links.load(Ordering::Relaxed)
+                                && in_flight.lock().expect("in flight").has_tool_call()
+                        }));
+                        (s.store.clone(), wanted)
+                    })),
+                )
             }
             _ => None,
         };
@@ -454,8 +489,12 @@ impl Router {
         match (self.direction, envelope.method, id) {
             (Direction::HostToServer, Some(method), Some(id)) => {
                 if let Some(spill) = &self.spill
-                    && let Some(own) =
-                        own_request(method, bytes, spill.server_tool.load(Ordering::Relaxed))
+                    && let Some(own) = own_request(
+                        method,
+                        bytes,
+                        spill.server_tool.load(Ordering::Relaxed),
+                        !spill.server_lacks_resources.load(Ordering::Relaxed),
+                    )
                 {
                     self.answer_own(spill.clone(), own, id);
                     return;
@@ -481,7 +520,11 @@ impl Router {
                     && self.is_tool_call(&id) =>
             {
                 let budget = self.config.clip_bytes.unwrap_or_default();
-                let store = self.spill.as_ref().map(|s| &s.store);
+                let store = self
+                    .spill
+                    .as_ref()
+                    .filter(|s| s.links.load(Ordering::Relaxed))
+                    .map(|s| &s.store);
                 let (outcome, spilled) =
                     tapped.unwrap_or_else(|| condense_frame_spilling(bytes, budget, store));
                 let mut line = Vec::with_capacity(bytes.len() + 1);
@@ -544,7 +587,21 @@ impl Router {
                 }
                 ToolsList::Unchanged => None,
             },
-            Kind::Handshake => add_resources_capability(bytes, host_id),
+            Kind::Handshake => {
+                let said = handshake(bytes, host_id);
+                if let Some(revision) = &said.protocol
+                    && !has_resource_links(revision)
+                {
+                    spill.links.store(false, Ordering::Relaxed);
+                    self.sink.line(&format!(
+                        "protocol {revision} has no resource_link: what --clip cuts is not kept"
+                    ));
+                }
+                if said.line.is_some() {
+                    spill.server_lacks_resources.store(true, Ordering::Relaxed);
+                }
+                said.line
+            }
             _ => None,
         };
         match changed {
@@ -560,6 +617,16 @@ impl Router {
     /// host's queue (waiting for room there, never here).
     fn answer_own(&mut self, spill: SpillRoute, own: Own, id: Vec<u8>) {
         self.with_metrics(|_, m| m.spill_reads += 1);
+        if spill.waiting.fetch_add(1, Ordering::Relaxed) >= SpillRoute::MAX_WAITING {
+            spill.waiting.fetch_sub(1, Ordering::Relaxed);
+            self.send_error(
+                true,
+                &id,
+                SERVER_BUSY,
+                "too many reads of spilled values are waiting for their answers; try again",
+            );
+            return;
+        }
         let budget = self.config.clip_bytes.unwrap_or_default();
         tokio::spawn(async move {
             let Ok(_permit) = spill.reads.clone().acquire_owned().await else {
@@ -570,6 +637,7 @@ impl Router {
             if let Ok(line) = line {
                 spill.answers.send(line).await;
             }
+            spill.waiting.fetch_sub(1, Ordering::Relaxed);
         });
     }
 

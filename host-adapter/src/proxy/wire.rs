@@ -8,6 +8,9 @@ pub const SERVER_GONE: i64 = -32002;
 /// JSON-RPC error code for a result over the content budget that could not be
 /// clipped.
 pub const OVER_BUDGET: i64 = -32003;
+/// JSON-RPC error code for a request the proxy cannot take now (too many of
+/// its kind waiting); the host may try again.
+pub const SERVER_BUSY: i64 = -32004;
 /// JSON-RPC's own code for an unparseable message.
 pub const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC's own code for a message that is not a valid request (here: a

@@ -17,8 +17,10 @@
 //!   paths are never shown to the host: values are named
 //!   `drainpipe://result/<n>/<k>`, `<n>` carrying the proxy's token, so a
 //!   URI of another proxy is unknown here.
-//! - **Bounds**: at most [`SpillConfig::max_bytes`] on disk (oldest values
-//!   evicted first; a value larger than the quota on its own is not kept);
+//! - **Bounds**: at most [`SpillConfig::max_bytes`] kept on disk (oldest
+//!   values evicted first, when a new one is complete; a value larger than
+//!   the quota on its own is not kept, and evicts nothing); while a value is
+//!   written, up to twice that for a moment;
 //!   in memory, the channel's messages (one per read and value) and the
 //!   writer's buffers. A page read is at most the content budget.
 //! - **Order**: a value's link is written only once its file is complete,
@@ -32,7 +34,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::hash::{BuildHasher, RandomState};
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
@@ -40,6 +42,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use drainpipe_framer::budget::{Link, Links, Spill, SpillKind};
+use nix::fcntl::{Flock, FlockArg};
 
 /// The URI scheme and path of spilled values.
 pub(crate) const URI_PREFIX: &str = "drainpipe://result/";
@@ -48,8 +51,10 @@ pub(crate) const URI_PREFIX: &str = "drainpipe://result/";
 #[derive(Clone, Copy, Debug)]
 pub struct SpillConfig {
     /// Bytes of spilled values kept on disk at most; past it the oldest are
-    /// evicted (their URIs then answer that they were). Protects the
-    /// machine's **disk** (the temp dir is often memory).
+    /// evicted when a new one is complete (their URIs then answer that they
+    /// were), and a value larger than this on its own is not kept. While a
+    /// value is written, the store may hold up to twice this for a moment.
+    /// Protects the machine's **disk** (the temp dir is often memory).
     pub max_bytes: u64,
 }
 
@@ -113,6 +118,7 @@ struct Shared {
     changed: Condvar,
     /// The proxy is ending: no new files.
     closed: AtomicBool,
+    _lock: Flock<fs::File>,
 }
 
 impl Shared {
@@ -154,6 +160,16 @@ impl SpillStore {
         );
         let dir = temp.join(format!("drainpipe-spill-{}-{token}", std::process::id()));
         fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        // Held while this proxy lives: the next proxy's sweep tells a live
+        // directory from a stale one by it (a pid can be reused, or belong
+        // to another namespace sharing the temp dir).
+        let lock = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.join(LOCK_FILE))?;
+        let lock = Flock::lock(lock, FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, errno)| io::Error::from(errno))?;
         let shared = Arc::new(Shared {
             dir,
             token,
@@ -161,6 +177,7 @@ impl SpillStore {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             closed: AtomicBool::new(false),
+            _lock: lock,
         });
         let (commands, receive) = sync_channel(CHANNEL_MESSAGES);
         let for_writer = shared.clone();
@@ -230,8 +247,13 @@ impl Drop for Shared {
     }
 }
 
+/// The lock file in each spill directory.
+const LOCK_FILE: &str = ".lock";
+
 /// Removes `drainpipe-spill-<pid>-<token>` directories in `temp` that
-/// belong to this user and whose proxy is gone.
+/// belong to this user and whose proxy is gone: nobody holds their lock
+/// (one without a lock file is left alone until it is a minute old: it may
+/// be being created).
 fn sweep_stale(temp: &Path) {
     let Ok(entries) = fs::read_dir(temp) else {
         return;
@@ -248,15 +270,29 @@ fn sweep_stale(temp: &Path) {
         else {
             continue;
         };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+        if rest
+            .split('-')
+            .next()
+            .and_then(|p| p.parse::<u32>().ok())
+            .is_none()
+        {
             continue;
-        };
+        }
         let ours = std::os::unix::fs::MetadataExt::uid(&match entry.metadata() {
             Ok(m) => m,
             Err(_) => continue,
         }) == me;
-        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
-        if ours && !alive {
+        if !ours {
+            continue;
+        }
+        let stale = match fs::File::open(entry.path().join(LOCK_FILE)) {
+            Ok(file) => Flock::lock(file, FlockArg::LockExclusiveNonblock).is_ok(),
+            Err(_) => entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60))),
+        };
+        if stale {
             let _ = fs::remove_dir_all(entry.path());
         }
     }
