@@ -662,14 +662,9 @@ impl Validator {
                 i += 1;
             }
             State::KeyEscape => {
-                let decoded = match b {
-                    b'"' | b'\\' | b'/' => b,
-                    b'b' => 0x08,
-                    b'f' => 0x0C,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    b'u' => {
+                let decoded = match (b, simple_escape(b)) {
+                    (_, Some(decoded)) => decoded,
+                    (b'u', None) => {
                         (self.hex_left, self.hex_value) = (4, 0);
                         return Ok((State::KeyHex, i + 1));
                     }
@@ -966,6 +961,21 @@ fn special_mask(block: [u8; 16]) -> u32 {
     // `min(x, 0x1F) == x` exactly when x <= 0x1F (unsigned).
     let control = lanes.min(u8x16::splat(0x1F)).simd_eq(lanes);
     (quote | backslash | control).to_bitmask()
+}
+
+/// The byte a one-character JSON escape (`\\n`, `\\"`, …) stands for: the
+/// byte after the backslash in, the decoded byte out; `None` for `u` and
+/// for what JSON does not define.
+pub(crate) const fn simple_escape(b: u8) -> Option<u8> {
+    Some(match b {
+        b'"' | b'\\' | b'/' => b,
+        b'b' => 0x08,
+        b'f' => 0x0C,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -237,14 +237,8 @@ impl Unescaper {
                         if self.high.is_some() {
                             self.lone_high(out);
                         }
-                        let byte = match b {
-                            b'"' | b'\\' | b'/' => b,
-                            b'b' => 0x08,
-                            b'f' => 0x0C,
-                            b'n' => b'\n',
-                            b'r' => b'\r',
-                            b't' => b'\t',
-                            _ => return Err(UnescapeError::BadEscape { at: at(i) }),
+                        let Some(byte) = crate::json::simple_escape(b) else {
+                            return Err(UnescapeError::BadEscape { at: at(i) });
                         };
                         out.push(byte);
                         self.state = State::Plain;

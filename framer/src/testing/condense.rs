@@ -128,12 +128,15 @@ pub fn tool_response(rng: &mut Rng) -> Vec<u8> {
     line.into_bytes()
 }
 
-/// Condenses `line` fed in pieces of the given lengths (cycled).
-pub fn condense_split(line: &[u8], budget: usize, lengths: &[usize]) -> Result<Condensed, String> {
-    let mut condenser = Condenser::new(budget).map_err(|e| e.to_string())?;
+/// `line` in pieces of the given lengths (cycled; the whole line when
+/// there are none).
+fn pieces<'a>(line: &'a [u8], lengths: &'a [usize]) -> impl Iterator<Item = &'a [u8]> + 'a {
     let mut rest = line;
     let mut step = 0;
-    while !rest.is_empty() {
+    core::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
         let len = lengths
             .get(step % lengths.len().max(1))
             .copied()
@@ -141,9 +144,17 @@ pub fn condense_split(line: &[u8], budget: usize, lengths: &[usize]) -> Result<C
             .clamp(1, rest.len());
         step += 1;
         let (piece, tail) = rest.split_at(len);
+        rest = tail;
+        Some(piece)
+    })
+}
+
+/// Condenses `line` fed in pieces of the given lengths (cycled).
+pub fn condense_split(line: &[u8], budget: usize, lengths: &[usize]) -> Result<Condensed, String> {
+    let mut condenser = Condenser::new(budget).map_err(|e| e.to_string())?;
+    for piece in pieces(line, lengths) {
         condenser.feed(piece).map_err(|e| e.to_string())?;
         assert!(condenser.written() <= budget, "wrote past the budget");
-        rest = tail;
     }
     condenser.finish().map_err(|e| e.to_string())
 }
@@ -195,20 +206,11 @@ pub fn condense_linked(
             }
         }
     };
-    let mut rest = line;
-    let mut step = 0;
-    while !rest.is_empty() {
-        let len = lengths
-            .get(step % lengths.len().max(1))
-            .copied()
-            .unwrap_or(rest.len())
-            .clamp(1, rest.len());
-        step += 1;
-        let (piece, tail) = rest.split_at(len);
+    for piece in pieces(line, lengths) {
         condenser
             .feed_spilling(piece, &mut on_spill)
             .map_err(|e| e.to_string())?;
-        rest = tail;
+        assert!(condenser.written() <= budget, "wrote past the budget");
     }
     order?;
     let mut outcome = condenser.finish().map_err(|e| e.to_string())?;
