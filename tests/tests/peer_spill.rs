@@ -99,31 +99,46 @@ fn assert_read_back(run: &peers::ClientRun, file: &TextFile) {
     );
 }
 
+/// Runs `client` (a script given the arguments) through `proxy --clip
+/// 256KiB` in front of `server` (`tool` reads `file`), and checks that it
+/// read the file back; the run, for more checks.
+async fn read_back(
+    client: impl FnOnce(&[&str]) -> std::process::Command,
+    server: &[String],
+    tool: &str,
+    file: &TextFile,
+    first_args: &[&str],
+    what: &str,
+) -> peers::ClientRun {
+    let drainpipe = peers::drainpipe().expect("gated by the caller");
+    let mut args: Vec<String> = first_args.iter().map(|a| a.to_string()).collect();
+    args.extend(client_args(&drainpipe, server, tool, file));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = run_client(client(&args), RUN_SECS, what).await;
+    assert_read_back(&run, file);
+    run.assert_nothing_left();
+    run
+}
+
 /// The TypeScript SDK 1.x client in front of `server-filesystem`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_typescript_sdk_client_reads_a_spilled_file_back_whole() {
     let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
         return;
     };
-    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+    if peers::gate("the drainpipe binary", peers::drainpipe()).is_none() {
         return;
-    };
+    }
     let file = TextFile::with_marker("spill-node", FILE_BYTES, MARKER);
-    let args = client_args(
-        &drainpipe,
+    read_back(
+        |args| node.script("spill-client.mjs", args),
         &node.filesystem_server(&file.dir),
         "read_text_file",
         &file,
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = run_client(
-        node.script("spill-client.mjs", &args),
-        RUN_SECS,
+        &[],
         "typescript-sdk client + server-filesystem, 30 MiB spilled",
     )
     .await;
-    assert_read_back(&run, &file);
-    run.assert_nothing_left();
 }
 
 /// The Python SDK client in front of `server-filesystem` (which needs the
@@ -136,25 +151,19 @@ async fn the_python_sdk_client_reads_a_spilled_file_back_whole() {
     let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
         return;
     };
-    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+    if peers::gate("the drainpipe binary", peers::drainpipe()).is_none() {
         return;
-    };
+    }
     let file = TextFile::with_marker("spill-python", FILE_BYTES, MARKER);
-    let args = client_args(
-        &drainpipe,
+    read_back(
+        |args| python.script("spill_client.py", args),
         &node.filesystem_server(&file.dir),
         "read_text_file",
         &file,
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = run_client(
-        python.script("spill_client.py", &args),
-        RUN_SECS,
+        &[],
         "python-sdk client + server-filesystem, 30 MiB spilled",
     )
     .await;
-    assert_read_back(&run, &file);
-    run.assert_nothing_left();
 }
 
 /// The TypeScript SDK v2 client pinned to 2026-07-28 (`server/discover`,
@@ -170,21 +179,21 @@ async fn the_v2_sdk_client_reads_a_spilled_value_back_in_2026_07_28() {
     let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
         return;
     };
-    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+    if peers::gate("the drainpipe binary", peers::drainpipe()).is_none() {
         return;
-    };
+    }
     let file = TextFile::with_marker("spill-v2", V2_FILE_BYTES, MARKER);
     let server = vec![
         node.node.display().to_string(),
         node.dir.join("v2-server.mjs").display().to_string(),
         "--reject-legacy".to_string(),
     ];
-    let mut args = vec!["--sdk".to_string(), "v2".to_string()];
-    args.extend(client_args(&drainpipe, &server, "read_text", &file));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = run_client(
-        node.script("spill-client.mjs", &args),
-        RUN_SECS,
+    let run = read_back(
+        |args| node.script("spill-client.mjs", args),
+        &server,
+        "read_text",
+        &file,
+        &["--sdk", "v2"],
         "typescript-sdk v2 client (2026-07-28) + v2 server, 5 MiB spilled",
     )
     .await;
@@ -196,6 +205,4 @@ async fn the_v2_sdk_client_reads_a_spilled_value_back_in_2026_07_28() {
         "server/discover announces resources: {}",
         run.summary
     );
-    assert_read_back(&run, &file);
-    run.assert_nothing_left();
 }

@@ -102,6 +102,23 @@ fn link(result: &Value, name: &str) -> Value {
         .clone()
 }
 
+/// A condensed result (with its notice) that links nothing.
+fn assert_condensed_without_links(result: &Value) {
+    let content = result["content"].as_array().expect("content");
+    assert!(
+        !content.iter().any(|b| b["type"] == "resource_link"),
+        "{result}"
+    );
+    assert!(
+        content.iter().any(|b| {
+            b["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("[drainpipe]"))
+        }),
+        "{result}"
+    );
+}
+
 async fn read_resource(session: &Session, uri: &str) -> Result<Value, CallError> {
     within(
         20,
@@ -414,16 +431,7 @@ async fn the_quota_evicts_the_oldest_first_and_says_so() {
     .await
     .expect("a condensed result")
     .result;
-    let content = result["content"].as_array().unwrap();
-    assert!(
-        !content.iter().any(|b| b["type"] == "resource_link"),
-        "{result}"
-    );
-    assert!(content.iter().any(|b| {
-        b["text"]
-            .as_str()
-            .is_some_and(|t| t.starts_with("[drainpipe]"))
-    }));
+    assert_condensed_without_links(&result);
     // ... and it evicted nothing on its way to failing.
     for uri in &uris[1..] {
         read_resource(&session, uri)
@@ -587,16 +595,7 @@ async fn resource_lists_are_answered_and_old_revisions_get_no_links() {
     // 2025-03-26 has no resource_link: a cut result is condensed, with
     // no link and nothing kept.
     let result = echo(&session, &lines_text(300_000)).await;
-    let content = result["content"].as_array().unwrap();
-    assert!(
-        !content.iter().any(|b| b["type"] == "resource_link"),
-        "{result}"
-    );
-    assert!(content.iter().any(|b| {
-        b["text"]
-            .as_str()
-            .is_some_and(|t| t.starts_with("[drainpipe]"))
-    }));
+    assert_condensed_without_links(&result);
     let dirs = tmp.spill_dirs();
     let kept: usize = dirs
         .iter()
