@@ -414,6 +414,66 @@ pub enum JsonErrorKind {
     Incomplete,
 }
 
+impl JsonErrorKind {
+    /// Every kind, in the order of their codes: the order of the WIT enum
+    /// `json-error-kind` (a test holds the two together).
+    pub const ALL: [JsonErrorKind; 10] = [
+        JsonErrorKind::InvalidUtf8,
+        JsonErrorKind::ControlInString,
+        JsonErrorKind::InvalidEscape,
+        JsonErrorKind::UnexpectedByte,
+        JsonErrorKind::InvalidNumber,
+        JsonErrorKind::InvalidLiteral,
+        JsonErrorKind::TrailingCharacters,
+        JsonErrorKind::TopLevelNotObject,
+        JsonErrorKind::DepthLimit,
+        JsonErrorKind::Incomplete,
+    ];
+
+    /// Its code: its position in [`JsonErrorKind::ALL`], which is also
+    /// the discriminant of the WIT enum. The one table every encoding of
+    /// the kind (packed events, the component's types) goes through.
+    pub const fn code(self) -> u8 {
+        match self {
+            JsonErrorKind::InvalidUtf8 => 0,
+            JsonErrorKind::ControlInString => 1,
+            JsonErrorKind::InvalidEscape => 2,
+            JsonErrorKind::UnexpectedByte => 3,
+            JsonErrorKind::InvalidNumber => 4,
+            JsonErrorKind::InvalidLiteral => 5,
+            JsonErrorKind::TrailingCharacters => 6,
+            JsonErrorKind::TopLevelNotObject => 7,
+            JsonErrorKind::DepthLimit => 8,
+            JsonErrorKind::Incomplete => 9,
+        }
+    }
+
+    /// The kind with code `code`, if there is one.
+    pub const fn from_code(code: u8) -> Option<JsonErrorKind> {
+        if (code as usize) < Self::ALL.len() {
+            Some(Self::ALL[code as usize])
+        } else {
+            None
+        }
+    }
+
+    /// Its name in the WIT interface (`invalid-utf8`, …).
+    pub const fn wit_name(self) -> &'static str {
+        match self {
+            JsonErrorKind::InvalidUtf8 => "invalid-utf8",
+            JsonErrorKind::ControlInString => "control-in-string",
+            JsonErrorKind::InvalidEscape => "invalid-escape",
+            JsonErrorKind::UnexpectedByte => "unexpected-byte",
+            JsonErrorKind::InvalidNumber => "invalid-number",
+            JsonErrorKind::InvalidLiteral => "invalid-literal",
+            JsonErrorKind::TrailingCharacters => "trailing-characters",
+            JsonErrorKind::TopLevelNotObject => "top-level-not-object",
+            JsonErrorKind::DepthLimit => "depth-limit",
+            JsonErrorKind::Incomplete => "incomplete",
+        }
+    }
+}
+
 impl fmt::Display for JsonErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

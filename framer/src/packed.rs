@@ -98,19 +98,6 @@ const WELL_FORMED: u32 = 1 << 16;
 /// Every bit a valid tag may set.
 const TAG_BITS: u32 = 0x1_ffff;
 
-/// The JSON error kinds in the order of their codes (code = index + 1).
-const ERROR_KINDS: [JsonErrorKind; 10] = [
-    JsonErrorKind::InvalidUtf8,
-    JsonErrorKind::ControlInString,
-    JsonErrorKind::InvalidEscape,
-    JsonErrorKind::UnexpectedByte,
-    JsonErrorKind::InvalidNumber,
-    JsonErrorKind::InvalidLiteral,
-    JsonErrorKind::TrailingCharacters,
-    JsonErrorKind::TopLevelNotObject,
-    JsonErrorKind::DepthLimit,
-    JsonErrorKind::Incomplete,
-];
 
 /// What went wrong packing or unpacking events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -595,20 +582,10 @@ impl HeldLine {
     }
 }
 
-/// The code of `kind`: its position in [`ERROR_KINDS`], plus one.
+/// The code of `kind` in a record: [`JsonErrorKind::code`] plus one (0
+/// is no error).
 fn error_code(kind: JsonErrorKind) -> u32 {
-    match kind {
-        JsonErrorKind::InvalidUtf8 => 1,
-        JsonErrorKind::ControlInString => 2,
-        JsonErrorKind::InvalidEscape => 3,
-        JsonErrorKind::UnexpectedByte => 4,
-        JsonErrorKind::InvalidNumber => 5,
-        JsonErrorKind::InvalidLiteral => 6,
-        JsonErrorKind::TrailingCharacters => 7,
-        JsonErrorKind::TopLevelNotObject => 8,
-        JsonErrorKind::DepthLimit => 9,
-        JsonErrorKind::Incomplete => 10,
-    }
+    u32::from(kind.code()) + 1
 }
 
 fn split(value: u64, out: &mut [u32]) {
@@ -744,7 +721,10 @@ impl<'a> Decode<'a> {
             KIND_MALFORMED => Event::Malformed {
                 offset,
                 error: JsonError {
-                    kind: *ERROR_KINDS.get(error_code as usize - 1).ok_or(bad_tag)?,
+                    kind: u8::try_from(error_code - 1)
+                        .ok()
+                        .and_then(JsonErrorKind::from_code)
+                        .ok_or(bad_tag)?,
                     at: join(&record[3..5]),
                 },
                 envelope: envelope()?,
@@ -795,8 +775,11 @@ mod tests {
 
     #[test]
     fn error_codes_follow_the_table() {
-        for (index, kind) in ERROR_KINDS.into_iter().enumerate() {
+        for (index, kind) in JsonErrorKind::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(kind.code()), index, "{kind:?}");
+            assert_eq!(JsonErrorKind::from_code(kind.code()), Some(kind));
             assert_eq!(error_code(kind) as usize, index + 1, "{kind:?}");
         }
+        assert_eq!(JsonErrorKind::from_code(10), None);
     }
 }
