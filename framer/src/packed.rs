@@ -98,7 +98,6 @@ const WELL_FORMED: u32 = 1 << 16;
 /// Every bit a valid tag may set.
 const TAG_BITS: u32 = 0x1_ffff;
 
-
 /// What went wrong packing or unpacking events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -5,13 +5,47 @@ use drainpipe_framer::owned::OwnedEvent;
 use drainpipe_framer::{Config, Event, Framer, Stats};
 
 /// Why a framing backend could not process input. Only the component can
-/// fail (a guest trap, its memory cap or its deadline); the session that sees
-/// this ends with a clear error and the next session gets a fresh instance.
-#[derive(Debug, thiserror::Error)]
+/// fail; the session that sees this ends with a clear error and the next
+/// session gets a fresh instance. One cause per variant, so a caller tells
+/// a deadline from a memory cap without reading the message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BackendError {
-    /// The guest trapped, ran out of its memory cap or passed its deadline.
-    #[error("framer component failed: {0}")]
-    Guest(String),
+    /// The guest asked for more memory than its cap.
+    #[error(
+        "framer component hit its memory cap of {cap} bytes (asked for {asked}); session ended"
+    )]
+    MemoryCap {
+        /// The cap, in bytes.
+        cap: usize,
+        /// The memory size the guest asked for, in bytes.
+        asked: usize,
+    },
+    /// One call ran past its deadline.
+    #[error("framer component passed its deadline of {deadline:?} for one call; session ended")]
+    Deadline {
+        /// The deadline per call.
+        deadline: std::time::Duration,
+    },
+    /// The guest trapped (a bug in the guest).
+    #[error("framer component trapped: {message}; session ended")]
+    Trap {
+        /// What wasmtime said.
+        message: String,
+    },
+    /// The guest answered with a batch that does not decode (a span out of
+    /// range, a broken packed record).
+    #[error("framer component returned a broken batch: {message}; session ended")]
+    BadBatch {
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The component could not be compiled or instantiated.
+    #[error("framer component unavailable: {message}")]
+    Unavailable {
+        /// What failed.
+        message: String,
+    },
 }
 
 /// A framer the host can push stdout bytes through.

@@ -194,7 +194,9 @@ impl Sandbox {
         SHARED
             .get_or_init(|| Sandbox::new(&SandboxOptions::from_env()).map_err(|e| e.to_string()))
             .as_ref()
-            .map_err(|e| BackendError::Guest(e.clone()))
+            .map_err(|message| BackendError::Unavailable {
+                message: message.clone(),
+            })
     }
 
     /// A sandbox over an already compiled `component` (which must come from
@@ -335,7 +337,9 @@ fn deadline_ticks(deadline: Duration) -> u64 {
 }
 
 fn setup(what: &'static str) -> impl Fn(wasmtime::Error) -> BackendError {
-    move |e| BackendError::Guest(format!("{what}: {e:#}"))
+    move |e| BackendError::Unavailable {
+        message: format!("{what}: {e:#}"),
+    }
 }
 
 /// What a session's store holds.
@@ -385,7 +389,7 @@ pub struct ComponentFramer {
     resource: Option<ResourceAny>,
     limits: GuestLimits,
     deadline_ticks: u64,
-    failure: Option<String>,
+    failure: Option<BackendError>,
     /// The unfinished line, kept here for `push_events` (the guest's packed
     /// batches say what to keep; at most `max_frame_bytes` + 1).
     held: packed::HeldLine,
@@ -473,9 +477,11 @@ impl ComponentFramer {
             on_event,
         );
         if let Err(e) = received {
-            let message = format!("framer component returned a broken batch: {e}; session ended");
-            self.failure = Some(message.clone());
-            return Err(BackendError::Guest(message));
+            let error = BackendError::BadBatch {
+                message: e.to_string(),
+            };
+            self.failure = Some(error.clone());
+            return Err(error);
         }
         Ok(())
     }
@@ -531,8 +537,8 @@ impl ComponentFramer {
     }
 
     /// Why this session's instance failed, if it did.
-    pub fn failure(&self) -> Option<&str> {
-        self.failure.as_deref()
+    pub fn failure(&self) -> Option<&BackendError> {
+        self.failure.as_ref()
     }
 
     fn call<R>(
@@ -540,12 +546,12 @@ impl ComponentFramer {
         f: impl FnOnce(&bindings::Framer, &mut Store<GuestState>, ResourceAny) -> wasmtime::Result<R>,
     ) -> Result<R, BackendError> {
         if let Some(failure) = &self.failure {
-            return Err(BackendError::Guest(failure.clone()));
+            return Err(failure.clone());
         }
         let (Some(bindings), Some(resource)) = (&self.bindings, self.resource) else {
-            return Err(BackendError::Guest(
-                "framer component was never instantiated".into(),
-            ));
+            return Err(BackendError::Unavailable {
+                message: "framer component was never instantiated".into(),
+            });
         };
         self.store.set_epoch_deadline(self.deadline_ticks);
         match f(bindings, &mut self.store, resource) {
@@ -554,23 +560,24 @@ impl ComponentFramer {
         }
     }
 
-    /// Poisons the session and describes what happened.
+    /// Poisons the session and says what happened.
     fn fail(&mut self, error: wasmtime::Error) -> BackendError {
-        let message = if let Some(asked) = self.store.data_mut().limiter.denied_memory.take() {
-            format!(
-                "framer component hit its memory cap of {} bytes (asked for {asked}); session ended",
-                self.limits.memory_bytes
-            )
+        let error = if let Some(asked) = self.store.data_mut().limiter.denied_memory.take() {
+            BackendError::MemoryCap {
+                cap: self.limits.memory_bytes,
+                asked,
+            }
         } else if let Some(Trap::Interrupt) = error.downcast_ref::<Trap>() {
-            format!(
-                "framer component passed its deadline of {:?} for one call; session ended",
-                self.limits.call_deadline
-            )
+            BackendError::Deadline {
+                deadline: self.limits.call_deadline,
+            }
         } else {
-            format!("framer component trapped: {error:#}; session ended")
+            BackendError::Trap {
+                message: format!("{error:#}"),
+            }
         };
-        self.failure = Some(message.clone());
-        BackendError::Guest(message)
+        self.failure = Some(error.clone());
+        error
     }
 }
 
@@ -601,8 +608,8 @@ fn append_owned(
     let bytes = |at: &wit::BytesRef| {
         resolve(at, chunk, &batch.carried)
             .map(<[u8]>::to_vec)
-            .ok_or_else(|| {
-                BackendError::Guest("framer component returned a span out of range".into())
+            .ok_or_else(|| BackendError::BadBatch {
+                message: "a span out of range".into(),
             })
     };
     let envelope = |e: &wit::Envelope| -> Result<OwnedEnvelope, BackendError> {
@@ -635,7 +642,7 @@ fn append_owned(
             wit::Event::Malformed(m) => OwnedEvent::Malformed {
                 offset: m.offset,
                 error: JsonError {
-                    kind: error_kind(m.error.kind),
+                    kind: error_kind(m.error.kind)?,
                     at: m.error.at,
                 },
                 envelope: envelope(&m.envelope)?,
@@ -661,20 +668,12 @@ fn append_owned(
     Ok(())
 }
 
-fn error_kind(kind: wit::JsonErrorKind) -> JsonErrorKind {
-    use wit::JsonErrorKind as K;
-    match kind {
-        K::InvalidUtf8 => JsonErrorKind::InvalidUtf8,
-        K::ControlInString => JsonErrorKind::ControlInString,
-        K::InvalidEscape => JsonErrorKind::InvalidEscape,
-        K::UnexpectedByte => JsonErrorKind::UnexpectedByte,
-        K::InvalidNumber => JsonErrorKind::InvalidNumber,
-        K::InvalidLiteral => JsonErrorKind::InvalidLiteral,
-        K::TrailingCharacters => JsonErrorKind::TrailingCharacters,
-        K::TopLevelNotObject => JsonErrorKind::TopLevelNotObject,
-        K::DepthLimit => JsonErrorKind::DepthLimit,
-        K::Incomplete => JsonErrorKind::Incomplete,
-    }
+/// The WIT enum's discriminant is its code ([`JsonErrorKind::code`]; a
+/// test holds the two orders together).
+fn error_kind(kind: wit::JsonErrorKind) -> Result<JsonErrorKind, BackendError> {
+    JsonErrorKind::from_code(kind as u8).ok_or_else(|| BackendError::BadBatch {
+        message: format!("a JSON error kind unknown here: {kind:?}"),
+    })
 }
 
 impl FramerBackend for ComponentFramer {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use drainpipe_framer::owned::OwnedEvent;
 use drainpipe_framer::testing::{Rng, workload};
 use drainpipe_framer::{Config, Event, Id, Stats};
-use drainpipe_host::backend::{FramerBackend, NativeFramer};
+use drainpipe_host::backend::{BackendError, FramerBackend, NativeFramer};
 use drainpipe_host::component::{
     COMPONENT_WASM, ComponentFramer, DEFAULT_MAX_CHUNK_BYTES, FULL_COMPONENT_WASM, GuestLimits,
     Sandbox, SandboxOptions, owned_events, resolve, wit,
@@ -552,13 +552,22 @@ fn memory_cap_ends_only_that_session() {
         let err = framer
             .push(&big, &mut events)
             .expect_err("an 8 MiB chunk cannot fit in 3 MiB");
-        let message = err.to_string();
-        assert!(message.contains("memory cap of 3145728 bytes"), "{message}");
+        match &err {
+            BackendError::MemoryCap { cap, asked } => {
+                assert_eq!(*cap, 3 << 20);
+                assert!(*asked > *cap, "asked for {asked}");
+            }
+            other => panic!("expected the memory cap, got {other:?}"),
+        }
+        assert!(
+            err.to_string().contains("memory cap of 3145728 bytes"),
+            "{err}"
+        );
         // The instance is never used again...
         let again = framer
             .push(b"{}\n", &mut events)
             .expect_err("a failed session stays failed");
-        assert_eq!(again.to_string(), message);
+        assert_eq!(again, err);
         assert!(framer.stats().is_err());
         // ...and the next session gets a fresh one.
         let mut next = sandbox().framer(config, limits).unwrap();
@@ -585,7 +594,12 @@ fn deadline_stops_a_long_call() {
         let err = framer
             .push(&stream, &mut events)
             .expect_err("the deadline must stop the call");
-        assert!(err.to_string().contains("deadline"), "{err}");
+        assert_eq!(
+            err,
+            BackendError::Deadline {
+                deadline: Duration::from_millis(1)
+            }
+        );
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "took {:?}",
@@ -601,7 +615,12 @@ fn deadline_stops_a_long_call() {
         let err = sandbox()
             .framer(config, zero)
             .expect_err("nothing runs with a zero deadline");
-        assert!(err.to_string().contains("deadline"), "{err}");
+        assert_eq!(
+            err,
+            BackendError::Deadline {
+                deadline: Duration::ZERO
+            }
+        );
 
         // Fresh sessions are unaffected. (A generous deadline: the epoch
         // keeps running while the host lifts 300 000 events, and an
@@ -822,4 +841,30 @@ fn budget_in_the_component_matches_the_native_budget() {
             handle.resource_drop(&mut store).unwrap();
         }
     });
+}
+
+#[test]
+fn json_error_codes_follow_the_wit_enum() {
+    // `JsonErrorKind::code` is the one table between the framer's kinds and
+    // the WIT enum's discriminants (the host and the guest convert by it).
+    let mut resolve = Resolve::default();
+    let wit_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    resolve.push_path(&wit_dir).expect("wit/ parses");
+    let cases: Vec<String> = resolve
+        .types
+        .iter()
+        .find(|(_, def)| def.name.as_deref() == Some("json-error-kind"))
+        .and_then(|(_, def)| match &def.kind {
+            TypeDefKind::Enum(e) => Some(e.cases.iter().map(|c| c.name.clone()).collect()),
+            _ => None,
+        })
+        .expect("the enum json-error-kind");
+    let ours: Vec<&str> = drainpipe_framer::JsonErrorKind::ALL
+        .iter()
+        .map(|kind| kind.wit_name())
+        .collect();
+    assert_eq!(cases, ours);
+    for (code, kind) in drainpipe_framer::JsonErrorKind::ALL.iter().enumerate() {
+        assert_eq!(usize::from(kind.code()), code, "{kind:?}");
+    }
 }

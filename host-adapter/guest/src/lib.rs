@@ -246,21 +246,23 @@ fn returned(
     }
 }
 
+/// The WIT enum's cases, in its order: indexed by the framer's code for a
+/// kind ([`core_framer::JsonErrorKind::code`]), which follows that order.
+const WIT_ERROR_KINDS: [wit::JsonErrorKind; 10] = [
+    wit::JsonErrorKind::InvalidUtf8,
+    wit::JsonErrorKind::ControlInString,
+    wit::JsonErrorKind::InvalidEscape,
+    wit::JsonErrorKind::UnexpectedByte,
+    wit::JsonErrorKind::InvalidNumber,
+    wit::JsonErrorKind::InvalidLiteral,
+    wit::JsonErrorKind::TrailingCharacters,
+    wit::JsonErrorKind::TopLevelNotObject,
+    wit::JsonErrorKind::DepthLimit,
+    wit::JsonErrorKind::Incomplete,
+];
+
 fn error_kind(kind: core_framer::JsonErrorKind) -> wit::JsonErrorKind {
-    use core_framer::JsonErrorKind as K;
-    match kind {
-        K::InvalidUtf8 => wit::JsonErrorKind::InvalidUtf8,
-        K::ControlInString => wit::JsonErrorKind::ControlInString,
-        K::InvalidEscape => wit::JsonErrorKind::InvalidEscape,
-        K::UnexpectedByte => wit::JsonErrorKind::UnexpectedByte,
-        K::InvalidNumber => wit::JsonErrorKind::InvalidNumber,
-        K::InvalidLiteral => wit::JsonErrorKind::InvalidLiteral,
-        K::TrailingCharacters => wit::JsonErrorKind::TrailingCharacters,
-        K::TopLevelNotObject => wit::JsonErrorKind::TopLevelNotObject,
-        K::DepthLimit => wit::JsonErrorKind::DepthLimit,
-        K::Incomplete => wit::JsonErrorKind::Incomplete,
-        _ => panic!("JSON error kind not in wit/framer.wit"),
-    }
+    WIT_ERROR_KINDS[usize::from(kind.code())]
 }
 
 export!(Component);

@@ -67,7 +67,7 @@ pub use config::{
 };
 pub use metrics::SessionMetrics;
 pub use protocol::{ClientInfo, NegotiateError, Negotiated, Protocol, Revision};
-pub use requests::{CallError, PendingCall, RequestId, Response};
+pub use requests::{CallError, PendingCall, Rejection, RequestId, Response};
 
 use metrics::Counters;
 use process::ProcessControl;
@@ -394,7 +394,7 @@ impl Session {
             && config.dispatcher_full != DispatcherFullPolicy::KillSession
         {
             return Err(CallError::Rejected {
-                reason: "the dispatcher is full".into(),
+                reason: Rejection::DispatcherFull,
             });
         }
         let timeout = options
@@ -411,25 +411,24 @@ impl Session {
         let minimum = drainpipe_framer::budget::MIN_CONDENSE_BUDGET;
         if let Some(budget) = options.condense_to.filter(|&budget| budget < minimum) {
             return Err(CallError::Rejected {
-                reason: format!(
-                    "a content budget of {budget} bytes is below the smallest, {minimum} bytes"
-                ),
+                reason: Rejection::BudgetTooSmall { budget, minimum },
             });
         }
         if line.len() - 1 > config.framer.max_frame_bytes() {
             return Err(CallError::Rejected {
-                reason: format!(
-                    "request is {} bytes, over the transport limit of {}",
-                    line.len() - 1,
-                    config.framer.max_frame_bytes()
-                ),
+                reason: Rejection::TooLarge {
+                    bytes: line.len() - 1,
+                    limit: config.framer.max_frame_bytes(),
+                },
             });
         }
         let slot = {
             let mut pending = shared.pending.lock().expect("pending map");
             if pending.len() >= config.max_in_flight {
                 return Err(CallError::Rejected {
-                    reason: format!("{} requests already in flight", pending.len()),
+                    reason: Rejection::TooManyInFlight {
+                        in_flight: pending.len(),
+                    },
                 });
             }
             pending.insert(id.0, options.condense_to)

@@ -105,13 +105,44 @@ pub enum CallError {
         /// Why.
         reason: String,
     },
-    /// The request was never sent: the session refused it (too large for the
-    /// transport limit, too many in flight, or the dispatcher is full under
-    /// the reject policy).
+    /// The request was never sent: the session refused it.
     #[error("request rejected before sending: {reason}")]
     Rejected {
         /// Why.
-        reason: String,
+        reason: Rejection,
+    },
+}
+
+/// Why the session refused to send a request. One cause per variant.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// The dispatcher is full and the policy is to reject
+    /// ([`DispatcherFullPolicy::Reject`](super::DispatcherFullPolicy)).
+    #[error("the dispatcher is full")]
+    DispatcherFull,
+    /// The request's own line is over the transport limit.
+    #[error("request is {bytes} bytes, over the transport limit of {limit}")]
+    TooLarge {
+        /// Bytes of the request line, without its newline.
+        bytes: usize,
+        /// The transport limit.
+        limit: usize,
+    },
+    /// As many requests as `max_in_flight` are waiting already.
+    #[error("{in_flight} requests already in flight")]
+    TooManyInFlight {
+        /// Requests waiting.
+        in_flight: usize,
+    },
+    /// [`CallOptions::condense_to`](super::CallOptions::condense_to) asked
+    /// for a budget the condenser cannot work in.
+    #[error("a content budget of {budget} bytes is below the smallest, {minimum} bytes")]
+    BudgetTooSmall {
+        /// The budget asked for.
+        budget: usize,
+        /// The smallest budget.
+        minimum: usize,
     },
 }
 
