@@ -204,7 +204,8 @@ async fn check_gives_the_verdict_on_an_id_last_server() {
 
 /// The official TypeScript SDK client → `drainpipe proxy` → the official
 /// filesystem server reading a 5 MiB file (an 11 MB answer, `id` last): an
-/// error for that request, and the next call works.
+/// error for that request, and the next call works; the same with the
+/// framers in the sandbox (`--sandbox`, the WebAssembly component).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_proxy_answers_an_id_last_response_with_an_error() {
     let Some(node) = node() else { return };
@@ -214,18 +215,23 @@ async fn the_proxy_answers_an_id_last_response_with_an_error() {
     let files = Files::new("proxy-down");
     let file = files.text("five.txt", 5 << 20);
     let path = file.display().to_string();
-    let run = too_large_through_the_proxy(
-        &node,
-        &drainpipe,
-        &node.filesystem_server(&files.dir),
-        &["read-too-large", "--file", &path],
-        "SDK client → proxy → server-filesystem",
-    )
-    .await;
-    figure(
-        "typescript-sdk client → proxy → server-filesystem 5 MiB read: time to the error",
-        json!({"error_ms": run.summary["large"]["ms"], "next_call_ms": run.summary["after_large_ms"]}),
-    );
+    for (framers, proxy_args) in [("native", &[][..]), ("sandboxed", &["--sandbox"][..])] {
+        let run = too_large_through_the_proxy(
+            &node,
+            &drainpipe,
+            proxy_args,
+            &node.filesystem_server(&files.dir),
+            &["read-too-large", "--file", &path],
+            &format!("SDK client → proxy ({framers} framers) → server-filesystem"),
+        )
+        .await;
+        figure(
+            &format!(
+                "typescript-sdk client → proxy ({framers} framers) → server-filesystem 5 MiB read: time to the error"
+            ),
+            json!({"error_ms": run.summary["large"]["ms"], "next_call_ms": run.summary["after_large_ms"]}),
+        );
+    }
 }
 
 /// The official TypeScript SDK client sends a 5 MiB request (`id` last)
@@ -241,6 +247,7 @@ async fn the_proxy_answers_an_id_last_request_over_the_limit() {
     let run = too_large_through_the_proxy(
         &node,
         &drainpipe,
+        &[],
         &node.everything_server(),
         &["send-too-large", "--bytes", &bytes],
         "SDK client → proxy with a 5 MiB request",
@@ -255,11 +262,17 @@ async fn the_proxy_answers_an_id_last_request_over_the_limit() {
 async fn too_large_through_the_proxy(
     node: &NodePeer,
     drainpipe: &Path,
+    proxy_args: &[&str],
     server: &[String],
     mode_args: &[&str],
     what: &str,
 ) -> peers::ClientRun {
-    let proxied = proxy_argv(drainpipe, &["--metrics", "none"], server);
+    let proxy_args: Vec<&str> = ["--metrics", "none"]
+        .iter()
+        .chain(proxy_args)
+        .copied()
+        .collect();
+    let proxied = proxy_argv(drainpipe, &proxy_args, server);
     let args: Vec<&str> = mode_args
         .iter()
         .copied()

@@ -46,6 +46,11 @@ pub(crate) struct ProxyArgs {
     /// values are evicted. 0 keeps nothing. Needs --clip of at least 6KiB.
     #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_size)]
     spill_max: usize,
+    /// Frame both directions inside the WebAssembly component (wasmtime, one
+    /// capped instance per direction) instead of natively: a fault in the
+    /// framer then ends this proxy with an error, never the host.
+    #[arg(long)]
+    sandbox: bool,
     /// The deepest nesting of objects and arrays accepted in a message.
     #[arg(long, value_name = "N", default_value_t = Config::DEFAULT_MAX_DEPTH)]
     max_depth: u32,
@@ -110,6 +115,7 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
             .with_max_frame_bytes(args.max_frame)
             .with_max_depth(args.max_depth),
         clip_bytes: args.clip,
+        sandbox: args.sandbox,
         spill: (args.spill_max > 0).then_some(SpillConfig {
             max_bytes: args.spill_max as u64,
         }),

@@ -80,6 +80,11 @@ pub struct ProxyConfig {
     /// and answer `resources/read` and the added `drainpipe_read` tool for
     /// it. `None` to keep nothing (the cut values are then gone).
     pub spill: Option<SpillConfig>,
+    /// Run both directions' framers inside the WebAssembly component (one
+    /// capped instance each, as sandboxed sessions do) instead of natively:
+    /// a bug in the framer then costs this proxy, never the host. A failed
+    /// instance ends the proxy.
+    pub sandbox: bool,
     /// Bytes of whole messages queued per direction for a peer that reads
     /// slowly; a message larger than this is queued alone. Bounds the
     /// proxy's **memory**: per direction, at most this plus the message
@@ -106,6 +111,7 @@ impl Default for ProxyConfig {
             framer: FramerConfig::default(),
             clip_bytes: None,
             spill: Some(SpillConfig::default()),
+            sandbox: false,
             queue_bytes: 1 << 20,
             reply_queue: 1024,
             read_chunk_bytes: 64 << 10,
@@ -198,6 +204,8 @@ pub async fn run(
         links: Arc::new(AtomicBool::new(true)),
         waiting: Arc::new(AtomicUsize::new(0)),
     });
+    // Fired by a reader whose framer failed: the proxy ends as if stopped.
+    let failed = CancellationToken::new();
     let router = |direction, forward, reply, answer_other| Router {
         direction,
         config,
@@ -211,6 +219,7 @@ pub async fn run(
         out_lines: 0,
         out_largest: 0,
         spill: spill_route.clone(),
+        failed: failed.clone(),
     };
     let host_reader = router(
         Direction::HostToServer,
@@ -274,11 +283,16 @@ pub async fn run(
             }
         }
         () = stop.cancelled() => None,
+        () = failed.cancelled() => None,
     };
     let status = match status {
         Some(status) => Some(status),
-        None if stop.is_cancelled() => {
-            sink.line("asked to stop: SIGTERM to the server");
+        None if stop.is_cancelled() || failed.is_cancelled() => {
+            sink.line(if failed.is_cancelled() {
+                "a framer failed: SIGTERM to the server"
+            } else {
+                "asked to stop: SIGTERM to the server"
+            });
             control.signal_group(Signal::SIGTERM);
             close_server_stdin.cancel();
             let timeouts = ShutdownTimeouts {

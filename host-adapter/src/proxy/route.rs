@@ -16,7 +16,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
-use drainpipe_framer::{Envelope, Event, Framer, Id, JsonError, JsonErrorKind};
+use drainpipe_framer::{Envelope, Event, Id, JsonError, JsonErrorKind};
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{BackendError, FramerBackend, NativeFramer};
+use crate::component::ComponentFramer;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
@@ -190,6 +194,9 @@ pub(crate) struct Router {
     /// How many lines `out` holds, and the longest (without its newline).
     pub(crate) out_lines: u64,
     pub(crate) out_largest: u64,
+    /// Fired when this reader's framer fails (the sandboxed one can): the
+    /// proxy then ends, as if asked to stop.
+    pub(crate) failed: CancellationToken,
     /// Spilling (`--clip` with a spill store): where cut values are kept,
     /// and, for the host's reader, how its reads are answered.
     pub(crate) spill: Option<SpillRoute>,
@@ -254,7 +261,21 @@ impl Router {
 
     /// Reads `input` to its end (or a read error), routing every event.
     pub(crate) async fn run(mut self, mut input: impl AsyncRead + Unpin) {
-        let mut framer = Framer::new(self.config.framer);
+        let mut framer: Box<dyn FramerBackend> = if self.config.sandbox {
+            match ComponentFramer::new(self.config.framer) {
+                Ok(framer) => Box::new(framer),
+                Err(error) => {
+                    self.sink
+                        .line(&format!("the {} reader cannot start: {error}", self.peer()));
+                    self.failed.cancel();
+                    return;
+                }
+            }
+        } else {
+            Box::new(NativeFramer::new(self.config.framer))
+        };
+        // Stream offset of the next byte read.
+        let mut position = 0u64;
         let mut chunk = vec![0u8; self.config.read_chunk_bytes.max(1)];
         let mut watch: Option<Unattributed> = None;
         // Results over the content budget are condensed as they stream.
@@ -288,23 +309,44 @@ impl Router {
                     break;
                 }
             };
-            let at = framer.position();
+            let at = position;
+            position += n as u64;
             // The tap sees the read first: a line that ends in it is
             // condensed by the time its event is routed.
             if let Some(tap) = tap.as_mut() {
                 tap.push(&chunk[..n], at);
             }
-            framer.push(&chunk[..n], |event| {
+            let pushed = framer.push_each(&chunk[..n], &mut |event| {
                 self.on_event(event, &mut watch, &mut tap, &mut batch_starts)
             });
+            if let Err(error) = pushed {
+                self.backend_failed(&error);
+                return;
+            }
             if self.direction == Direction::HostToServer {
                 self.batches(&mut batch, &chunk[..n], at, &batch_starts);
                 batch_starts.clear();
             }
             self.flush(n as u64).await;
         }
-        framer.finish(|event| self.on_event(event, &mut watch, &mut tap, &mut batch_starts));
+        let finished = framer.finish_each(&mut |event| {
+            self.on_event(event, &mut watch, &mut tap, &mut batch_starts)
+        });
+        if let Err(error) = finished {
+            self.backend_failed(&error);
+            return;
+        }
         self.flush(0).await;
+    }
+
+    /// This reader's framer failed (only the sandboxed one can): nothing
+    /// more can be framed safely, so the proxy ends.
+    fn backend_failed(&mut self, error: &BackendError) {
+        self.sink.line(&format!(
+            "the {} reader's framer failed: {error}; ending the proxy",
+            self.peer()
+        ));
+        self.failed.cancel();
     }
 
     /// Queues the lines gathered from one read (`read` bytes), waiting for
