@@ -18,6 +18,9 @@ seconds="${FUZZ_SMOKE_SECONDS:-25}"
 if ! rustup toolchain list | grep -q '^nightly'; then
     rustup toolchain install nightly --profile minimal
 fi
+# The component target builds the guest with nightly too; a build never
+# adds the target itself.
+rustup target add wasm32-unknown-unknown --toolchain nightly
 if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi

@@ -50,6 +50,7 @@ fi
 # The component target builds wasmtime and the guest; FUZZ_COMPONENT=0 skips it.
 if [ "${FUZZ_COMPONENT:-1}" = 1 ]; then
     build_flags+=(--features component)
+    rustup target add wasm32-unknown-unknown --toolchain nightly
 fi
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

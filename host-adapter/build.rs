@@ -3,15 +3,16 @@
 //! small one) and `DRAINPIPE_FULL_COMPONENT` (world `drainpipe`: framing and
 //! the result budget).
 //!
-//! Steps: make sure the `wasm32-unknown-unknown` target is installed (adding
-//! it with rustup, or failing with one line that says what to run), build the
-//! guest with a nested cargo in its own target dir, then encode the core
-//! module as a component with `wit-component`.
+//! Steps: check that the `wasm32-unknown-unknown` target is installed (a
+//! build never changes the toolchain: if it is missing, the build fails with
+//! one line that says what to run), build the guest with a nested cargo in a
+//! target dir under `OUT_DIR`, then encode the core module as a component
+//! with `wit-component`. Everything it writes is under `OUT_DIR`.
 
 use std::env;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 const TARGET: &str = "wasm32-unknown-unknown";
 /// SIMD for memchr and simdutf8 in the guest; every host we target
@@ -42,7 +43,7 @@ fn main() {
     let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     ensure_wasm_target(&rustc);
 
-    let target_dir = guest_target_dir(&out_dir);
+    let target_dir = out_dir.join("wasm-guest");
     for (features, name, env_var) in [
         (None, "drainpipe_framer.wasm", "DRAINPIPE_FRAMER_COMPONENT"),
         (
@@ -70,14 +71,12 @@ fn main() {
             .unwrap_or_else(|e| fail(&format!("cannot encode the guest as a component: {e:#}")));
         let component_path = out_dir.join(name);
         write_if_changed(&component_path, &component);
-        // A stable copy for the JavaScript package and other tools.
-        write_if_changed(&target_dir.join(name), &component);
         println!("cargo:rustc-env={env_var}={}", component_path.display());
     }
 }
 
-/// Adds the wasm target for the toolchain that runs this build if it is
-/// missing (RUSTUP_AUTO_INSTALL=0 means nobody else will).
+/// Fails, saying what to run, if the toolchain that runs this build has no
+/// wasm target.
 fn ensure_wasm_target(rustc: &OsString) {
     let sysroot = Command::new(rustc)
         .args(["--print", "sysroot"])
@@ -92,36 +91,14 @@ fn ensure_wasm_target(rustc: &OsString) {
             .join("lib")
             .is_dir()
     };
-    if sysroot.as_deref().is_some_and(installed) {
-        return;
-    }
-    let mut add = Command::new("rustup");
-    add.args(["target", "add", TARGET]);
-    if let Some(toolchain) = env::var_os("RUSTUP_TOOLCHAIN") {
-        add.arg("--toolchain").arg(toolchain);
-    }
-    let added = add
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !added || !sysroot.as_deref().is_some_and(installed) {
+    if !sysroot.as_deref().is_some_and(installed) {
+        let toolchain = env::var("RUSTUP_TOOLCHAIN")
+            .map(|t| format!(" --toolchain {t}"))
+            .unwrap_or_default();
         fail(&format!(
-            "the {TARGET} target is missing; run: rustup target add {TARGET}"
+            "the {TARGET} target is missing; run: rustup target add {TARGET}{toolchain}"
         ));
     }
-}
-
-/// `target/wasm-guest` beside the host's profile dirs, so debug, release and
-/// test builds of the host share one warm guest build.
-fn guest_target_dir(out_dir: &Path) -> PathBuf {
-    // OUT_DIR is <target>/<profile>/build/<pkg>-<hash>/out.
-    out_dir
-        .ancestors()
-        .find(|dir| dir.file_name().is_some_and(|name| name == "build"))
-        .and_then(|build| build.parent()?.parent())
-        .map(|target| target.join("wasm-guest"))
-        .unwrap_or_else(|| out_dir.join("wasm-guest"))
 }
 
 fn build_guest(guest_dir: &Path, target_dir: &Path, features: Option<&str>) {
