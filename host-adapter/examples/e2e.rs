@@ -20,7 +20,7 @@
 //!                             and the proxy's peak RSS (VmHWM)
 //! e2e pipe-speed [COUNT]      a server writes COUNT (default 300000) notifications of 100 B,
 //!                             1 KiB and 64 KiB (COUNT/16 of those): the same server drained
-//!                             from a plain pipe, through `drainpipe proxy`, and by the
+//!                             from a plain pipe, through `drainpipe proxy` (native and --sandbox), by the
 //!                             guarded session's reader; messages/s, MB/s, the share of the
 //!                             plain pipe's rate (medians of 5 interleaved rounds), and the
 //!                             proxy's peak RSS (VmHWM)
@@ -385,13 +385,14 @@ async fn pipe_speed(count: u64) {
         (1024, count),
         (64 << 10, (count / 16).max(1)),
     ] {
-        let mut runs: [Vec<Run>; 4] = Default::default();
+        let mut runs: [Vec<Run>; 5] = Default::default();
         // Interleaved, so a busy moment of the machine hits every path alike.
         for _ in 0..ROUNDS {
             runs[0].push(plain_pipe_run(count, size).await);
-            runs[1].push(proxy_run(&drainpipe, count, size).await);
-            runs[2].push(session_run(count, size, false).await);
-            runs[3].push(session_run(count, size, true).await);
+            runs[1].push(proxy_run(&drainpipe, &[], count, size).await);
+            runs[2].push(proxy_run(&drainpipe, &["--sandbox"], count, size).await);
+            runs[3].push(session_run(count, size, false).await);
+            runs[4].push(session_run(count, size, true).await);
         }
         let median = |runs: &mut Vec<Run>| {
             runs.sort_by_key(|run| run.2);
@@ -401,6 +402,7 @@ async fn pipe_speed(count: u64) {
         let paths = [
             "plain pipe",
             "drainpipe proxy",
+            "drainpipe proxy --sandbox",
             "guarded session, next_incoming",
             "guarded session, next_incoming_batch",
         ];
@@ -436,13 +438,15 @@ async fn plain_pipe_run(count: u64, size: usize) -> Run {
 
 /// `drainpipe proxy -- server`, strict validation on (the default), its
 /// stdout read here; the proxy's VmHWM sampled every 5 ms.
-async fn proxy_run(drainpipe: &std::path::Path, count: u64, size: usize) -> Run {
+async fn proxy_run(drainpipe: &std::path::Path, extra: &[&str], count: u64, size: usize) -> Run {
     use std::sync::atomic::{AtomicU64, Ordering};
     let server = notifications_child(count, size);
     let server = server.as_std();
     let started = Instant::now();
     let mut child = Command::new(drainpipe)
-        .args(["proxy", "--metrics", "none", "--"])
+        .args(["proxy", "--metrics", "none"])
+        .args(extra)
+        .arg("--")
         .arg(server.get_program())
         .args(server.get_args())
         .stdin(std::process::Stdio::piped())
