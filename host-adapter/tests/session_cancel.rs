@@ -128,7 +128,7 @@ async fn cancel_while_a_subprocess_runs() {
             if !left.is_empty() {
                 eprintln!(
                     "left: {:?}",
-                    left.iter().map(|&p| (p, state(p))).collect::<Vec<_>>()
+                    left.iter().map(|&p| (p, stat(p))).collect::<Vec<_>>()
                 );
             }
             left.is_empty()

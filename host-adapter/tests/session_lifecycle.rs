@@ -101,7 +101,7 @@ async fn dropping_the_last_handle_kills_the_server() {
     let pid = session.pid();
     let clone = session.clone();
     drop(session);
-    assert!(state(pid).is_some(), "a clone still holds the session");
+    assert!(stat(pid).is_some(), "a clone still holds the session");
     assert_usable(&clone).await;
     drop(clone);
     assert_group_gone(pid).await;

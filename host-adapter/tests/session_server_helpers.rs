@@ -140,7 +140,7 @@ async fn registry_cancels_work_and_its_processes() {
         Err(error) => assert!(error.is_cancelled(), "{error}"),
     }
     assert_all_gone(&tree, "the work's processes").await;
-    wait_until(5, "the subprocess was reaped", || state(pid).is_none()).await;
+    wait_until(5, "the subprocess was reaped", || stat(pid).is_none()).await;
     assert!(!registry.cancel("7"), "cancelling again is harmless");
     assert!(!registry.cancel("unknown"));
 

@@ -7,12 +7,11 @@
 //! plain words what they hold the code to.
 #![forbid(unsafe_code)]
 
-mod bounds;
 pub mod peers;
-pub mod procs;
 pub mod text_file;
 
-pub use bounds::{opts, opts_ms, start_tool, tool, wait_until, within};
+pub use drainpipe_test_support::procs;
+pub use drainpipe_test_support::{opts, opts_ms, start_tool, tool, wait_until, within};
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

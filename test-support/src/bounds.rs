@@ -1,6 +1,4 @@
-//! Time bounds that fail loudly and the short forms of a tool call, shared
-//! by this suite and the session tests of `host-adapter` (which include this
-//! file as a module of their own support code).
+//! Time bounds that fail loudly and the short forms of a tool call.
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -1,0 +1,10 @@
+//! What drainpipe's test suites share: time bounds that fail loudly (every
+//! wait in a test has one, and names what hung) and the process table read
+//! from `/proc` (every test that starts processes proves nothing of them is
+//! left running or unreaped).
+#![forbid(unsafe_code)]
+
+pub mod bounds;
+pub mod procs;
+
+pub use bounds::{opts, opts_ms, start_tool, tool, wait_until, within};
