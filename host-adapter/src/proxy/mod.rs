@@ -200,7 +200,6 @@ pub async fn run(
         answers: to_host.clone(),
         reads: Arc::new(tokio::sync::Semaphore::new(4)),
         server_tool: Arc::new(AtomicBool::new(false)),
-        server_lacks_resources: Arc::new(AtomicBool::new(false)),
         links: Arc::new(AtomicBool::new(true)),
         waiting: Arc::new(AtomicUsize::new(0)),
     });

@@ -212,9 +212,6 @@ pub(crate) struct SpillRoute {
     pub(crate) reads: Arc<Semaphore>,
     /// The server has its own `drainpipe_read`: calls to it go there.
     pub(crate) server_tool: Arc<AtomicBool>,
-    /// The server's handshake announced no resources (the proxy added
-    /// them): its resource lists are answered empty by the proxy.
-    pub(crate) server_lacks_resources: Arc<AtomicBool>,
     /// The revision settled on has `resource_link` (2025-06-18 and later,
     /// or no `initialize` seen): else nothing is spilled or linked.
     pub(crate) links: Arc<AtomicBool>,
@@ -531,12 +528,8 @@ impl Router {
         match (self.direction, envelope.method, id) {
             (Direction::HostToServer, Some(method), Some(id)) => {
                 if let Some(spill) = &self.spill
-                    && let Some(own) = own_request(
-                        method,
-                        bytes,
-                        spill.server_tool.load(Ordering::Relaxed),
-                        !spill.server_lacks_resources.load(Ordering::Relaxed),
-                    )
+                    && let Some(own) =
+                        own_request(method, bytes, spill.server_tool.load(Ordering::Relaxed))
                 {
                     self.answer_own(spill.clone(), own, id);
                     return;
@@ -638,9 +631,6 @@ impl Router {
                     self.sink.line(&format!(
                         "protocol {revision} has no resource_link: what --clip cuts is not kept"
                     ));
-                }
-                if said.line.is_some() {
-                    spill.server_lacks_resources.store(true, Ordering::Relaxed);
                 }
                 said.line
             }

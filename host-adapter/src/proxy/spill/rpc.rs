@@ -34,47 +34,27 @@ pub(crate) enum Own {
     ReadResource { uri: String, modern: bool },
     /// `tools/call` of `drainpipe_read`.
     ReadTool { arguments: Value, modern: bool },
-    /// `resources/list` or `resources/templates/list` to a server that
-    /// announced no resources (the proxy did, for its links): an empty
-    /// list under `key`, rather than the server's "method not found".
-    EmptyList { key: &'static str, modern: bool },
 }
 
 /// Whether the request `frame` (`method`) is one the proxy answers itself.
-/// `server_tool`: the server has its own `drainpipe_read`;
-/// `server_resources`: it announced resources.
-pub(crate) fn own_request(
-    method: &[u8],
-    frame: &[u8],
-    server_tool: bool,
-    server_resources: bool,
-) -> Option<Own> {
-    let list = match method {
-        b"resources/list" => Some("resources"),
-        b"resources/templates/list" => Some("resourceTemplates"),
-        _ => None,
-    };
+/// `server_tool`: the server has its own `drainpipe_read`. Everything else,
+/// `resources/list` included, goes to the server as it is.
+pub(crate) fn own_request(method: &[u8], frame: &[u8], server_tool: bool) -> Option<Own> {
     // Looked for as written: a JSON writer may escape the URI's slashes.
     let wanted: &[u8] = match method {
         b"resources/read" => b"drainpipe:",
         b"tools/call" if !server_tool => READ_TOOL.as_bytes(),
-        _ if list.is_some() && !server_resources => b"",
         _ => return None,
     };
-    if !wanted.is_empty() {
-        memchr::memmem::find(frame, wanted)?;
-    }
+    memchr::memmem::find(frame, wanted)?;
     let message: Value = serde_json::from_slice(frame).ok()?;
-    let params = message.get("params").unwrap_or(&Value::Null);
+    let params = message.get("params")?;
     // 2026-07-28: the request carries the protocol envelope; the answer
     // then carries `resultType`.
     let modern = params
         .get("_meta")
         .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
         .is_some();
-    if let Some(key) = list {
-        return Some(Own::EmptyList { key, modern });
-    }
     match method {
         b"resources/read" => {
             let uri = params.get("uri")?.as_str()?;
@@ -99,7 +79,6 @@ pub(crate) fn answer(store: &SpillStore, own: Own, id: &[u8], budget: usize) -> 
         Own::ReadTool { arguments, modern } => {
             (Ok(read_tool(store, &arguments, max_wire)), modern, false)
         }
-        Own::EmptyList { key, modern } => (Ok(json!({ key: [] })), modern, true),
     };
 
     let mut line = Vec::with_capacity(1024);
