@@ -85,7 +85,7 @@ pub const MAX_LINKS: usize = 8;
 /// Bytes kept, with links, for one `resource_link` block.
 const LINK_ROOM: usize = 320;
 /// Bytes kept, with links, for the notice's sentence about them.
-const LINK_NOTICE: usize = 160;
+const LINK_NOTICE: usize = 176;
 /// Bytes kept for the links and their sentence.
 const LINKS_SLOT: usize = LINK_NOTICE + MAX_LINKS * LINK_ROOM;
 /// The longest URI, name or media type a link is written with.
@@ -1565,7 +1565,7 @@ impl Condenser {
             notice: body,
             values: self.spilled.drain(..).map(|(spilled, _)| spilled).collect(),
         };
-        links.fill(&mut self.out, |_| None);
+        links.fill(&mut self.out, "", |_| None);
         self.linking.then_some(links)
     }
 }
@@ -1582,12 +1582,15 @@ impl Links {
 
     /// Writes into `frame` (the one it came with) the notice and a
     /// `resource_link` block for each value `link` gives a place for; the
-    /// notice then says they are linked. A value left without a link (or
-    /// whose link does not fit) is still said to be cut. Returns how many
-    /// links were written. Calling it again rewrites the room.
+    /// notice then says they are linked, and `how` they are read (e.g.
+    /// "read it with resources/read"; at most 100 bytes of plain ASCII, else
+    /// left out). A value left without a link (or whose link does not fit)
+    /// is still said to be cut. Returns how many links were written.
+    /// Calling it again rewrites the room.
     pub fn fill<'u>(
         &self,
         frame: &mut [u8],
+        how: &str,
         mut link: impl FnMut(&Spilled) -> Option<Link<'u>>,
     ) -> usize {
         let Some(room) = frame.get_mut(self.at..self.at + self.len) else {
@@ -1617,8 +1620,16 @@ impl Links {
         if linked > 0 {
             let _ = write!(
                 Digits(&mut text),
-                ". The full value of {linked} of them is linked below (resource_link): read it with resources/read or the drainpipe_read tool"
+                ". The full value of {linked} of them is linked below (resource_link)"
             );
+            let plain = how.len() <= 100
+                && how
+                    .bytes()
+                    .all(|c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\');
+            if plain && !how.is_empty() {
+                text.extend_from_slice(b": ");
+                text.extend_from_slice(how.as_bytes());
+            }
         }
         text.extend_from_slice(NOTICE_END);
         text.extend_from_slice(&blocks);

@@ -221,7 +221,7 @@ pub fn condense_linked(
                 return Err("values listed are not the values reported".into());
             }
             let uris: Vec<String> = (0..raws.len()).map(|n| format!("test://v/{n}")).collect();
-            links.fill(frame, |value| {
+            links.fill(frame, "read it with test://", |value| {
                 let n = value.value as usize;
                 Some(Link {
                     uri: &uris[n],

@@ -159,7 +159,7 @@ fn a_cut_text_is_reported_whole_and_linked_after_the_notice() {
             content[1]["text"]
                 .as_str()
                 .unwrap()
-                .contains("drainpipe_read")
+                .contains("read it with test://")
         );
     }
 }

@@ -718,7 +718,15 @@ impl Router {
                 if let (Some(links), Some(mut spilled)) = (links, spilled)
                     && !spilled.is_empty()
                 {
-                    let (linked, problems) = spilled.link(&links, &mut frame);
+                    // The notice names the way to read them: the added
+                    // tool only when it is the proxy's.
+                    let how = match &self.spill {
+                        Some(spill) if spill.server_tool.load(Ordering::Relaxed) => {
+                            "read it with resources/read"
+                        }
+                        _ => "read it with resources/read or the drainpipe_read tool",
+                    };
+                    let (linked, problems) = spilled.link(&links, &mut frame, how);
                     self.with_metrics(|_, m| m.values_spilled += linked as u64);
                     for problem in problems {
                         self.sink.line(&format!("id {shown}: {problem}"));

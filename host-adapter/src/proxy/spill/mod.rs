@@ -364,9 +364,14 @@ impl LineSpill {
 
     /// Writes the links of a condensed line into `frame`, for each complete
     /// value, once its file is complete: values with the same contents
-    /// (a text and its mirror) share one file. Returns how many were
-    /// linked, and why any was not.
-    pub(crate) fn link(&mut self, links: &Links, frame: &mut [u8]) -> (usize, Vec<String>) {
+    /// (a text and its mirror) share one file; the notice says `how` they
+    /// are read. Returns how many were linked, and why any was not.
+    pub(crate) fn link(
+        &mut self,
+        links: &Links,
+        frame: &mut [u8],
+        how: &str,
+    ) -> (usize, Vec<String>) {
         self.flush();
         let mut problems = Vec::new();
         // The final state of each value's file.
@@ -419,7 +424,7 @@ impl LineSpill {
         let uris: Vec<String> = (0..done.len())
             .map(|k| format!("{URI_PREFIX}{token}-{n}/{}", target[k]))
             .collect();
-        let written = links.fill(frame, |value| {
+        let written = links.fill(frame, how, |value| {
             let k = value.value as usize;
             let len = done.get(k).copied().flatten()?;
             Some(Link {
