@@ -59,8 +59,18 @@ impl Drop for TempDir {
 
 /// A session on `drainpipe proxy <args> -- fixture`, its temp dir `tmp`.
 async fn proxied(proxy_args: &[&str], tmp: &Path) -> Option<Session> {
+    proxied_fixture(proxy_args, &[], tmp).await
+}
+
+/// The same, with the fixture's own `fixture_args`.
+async fn proxied_fixture(
+    proxy_args: &[&str],
+    fixture_args: &[&str],
+    tmp: &Path,
+) -> Option<Session> {
     let drainpipe = peers::gate("the drainpipe binary", peers::drainpipe())?;
-    let server = vec![fixture_binary().display().to_string()];
+    let mut server = vec![fixture_binary().display().to_string()];
+    server.extend(fixture_args.iter().map(|a| a.to_string()));
     let argv = proxy_argv(&drainpipe, proxy_args, &server);
     let mut command = command(&argv);
     command.env("TMPDIR", tmp);
@@ -642,4 +652,68 @@ async fn a_spill_directory_left_by_a_killed_proxy_is_removed_by_the_next() {
     assert!(!left[0].exists(), "the stale directory was removed");
     assert_eq!(tmp.spill_dirs().len(), 1, "only the live one");
     shutdown_clean(&second).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_tool_named_drainpipe_read_is_left_alone() {
+    let tmp = TempDir::new("own-tool");
+    let Some(session) = proxied_fixture(
+        &["--clip", "64KiB", "--metrics", "none"],
+        &["--own-read-tool"],
+        &tmp.0,
+    )
+    .await
+    else {
+        return;
+    };
+    let tools = within(
+        10,
+        "tools/list",
+        session.call("tools/list", json!({}), opts(5)),
+    )
+    .await
+    .expect("tools/list");
+    let named: Vec<&Value> = tools.result["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "drainpipe_read")
+        .collect();
+    assert_eq!(named.len(), 1, "one tool of that name: {named:?}");
+    assert!(
+        named[0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("fixture's own")
+    );
+    // Calls to it reach the server.
+    let answer = read_tool(&session, json!({"uri": "drainpipe://result/x-0/0"})).await;
+    assert!(
+        answer["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("the fixture's own drainpipe_read"),
+        "{answer}"
+    );
+    // Cut values are still linked and read with resources/read; the notice
+    // does not send the agent to a tool that is not the proxy's.
+    let text = lines_text(300_000);
+    let result = echo(&session, &text).await;
+    let uri = link(&result, "structuredContent/text")["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let notice = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|b| b["text"].as_str().filter(|t| t.starts_with("[drainpipe]")))
+        .expect("the notice");
+    assert!(
+        notice.contains("resources/read") && !notice.contains("drainpipe_read"),
+        "{notice}"
+    );
+    let (all, _) = page_through(&session, &uri, 64 << 10).await;
+    assert!(all == text.as_bytes());
+    shutdown_clean(&session).await;
 }
