@@ -448,6 +448,22 @@ async fn the_quota_evicts_the_oldest_first_and_says_so() {
             .await
             .expect("still kept after the refused value");
     }
+    // Two values of one result, together over the quota: the first is
+    // kept and linked, the second refused; values not linked yet never
+    // push out kept ones, so only the quota's oldest go for the new one.
+    let text = lines_text(700_000);
+    let result = echo(&session, &text).await;
+    let links: Vec<&Value> = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "resource_link")
+        .collect();
+    assert_eq!(links.len(), 1, "{links:?}");
+    let page = read_resource(&session, links[0]["uri"].as_str().unwrap())
+        .await
+        .expect("the linked one is readable");
+    assert!(page["contents"][0]["text"].is_string());
     fixture_echo_quickly(&session, "after eviction").await;
     shutdown_clean(&session).await;
 }

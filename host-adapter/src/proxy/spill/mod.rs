@@ -104,6 +104,10 @@ struct State {
     order: VecDeque<u64>,
     /// Bytes on disk.
     total: u64,
+    /// Of those, the bytes of values no link names yet (being written, or
+    /// of a line not linked yet): never more than the quota, and never
+    /// evicted (a line's values are linked or discarded as a whole).
+    pending: u64,
     next_result: u64,
     /// `<n>/<k>` → file, with the media type the link gave.
     links: HashMap<String, (u64, String)>,
@@ -434,17 +438,25 @@ impl LineSpill {
         });
         {
             let mut state = self.store.shared.state();
+            let mut mine = Vec::new();
             for (k, value) in links.values().iter().enumerate() {
                 if target[k] == k && done[k].is_some() {
                     let file = self.files[k];
-                    if let Some(entry) = state.files.get_mut(&file) {
+                    if let Some(entry) = state.files.get_mut(&file)
+                        && !entry.linked
+                    {
                         entry.linked = true;
+                        let bytes = entry.on_disk;
+                        state.pending -= bytes;
                     }
+                    mine.push(file);
                     state
                         .links
                         .insert(format!("{token}-{n}/{k}"), (file, value.mime.clone()));
                 }
             }
+            // Now that they are kept, older kept values make room for them.
+            writer::evict_for(&self.store.shared, &mut state, &mine);
         }
         self.linked = true;
         (written, problems)

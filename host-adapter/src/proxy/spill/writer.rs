@@ -84,7 +84,6 @@ pub(super) fn run(shared: &Shared, commands: Receiver<Command>) {
                         if let Some(f) = state.files.get_mut(&file) {
                             f.state = FileState::Complete { len: entry.len };
                         }
-                        evict_for(shared, &mut state, file);
                         drop(state);
                         shared.changed.notify_all();
                     }
@@ -154,10 +153,11 @@ fn write(
     Ok(())
 }
 
-/// Counts `more` bytes for `file`. A value that passes the quota on its
-/// own fails here, before anything was evicted for it; room for the others
-/// is made when it is complete ([`evict_for`]), so a value refused halfway
-/// costs no kept value.
+/// Counts `more` bytes for `file`, not linked yet. A value that passes
+/// the quota on its own, or with the other values not linked yet, fails
+/// here, before anything was evicted for it; room among the kept values is
+/// made when it is linked ([`evict_for`]), so a value refused halfway, or
+/// one never linked (not a tool result after all), costs no kept value.
 fn make_room(shared: &Shared, file: u64, more: u64) -> Result<(), String> {
     let max = shared.config.max_bytes;
     let mut state = shared.state();
@@ -165,6 +165,12 @@ fn make_room(shared: &Shared, file: u64, more: u64) -> Result<(), String> {
     if mine + more > max {
         return Err(format!("it is larger than the spill quota of {max} bytes"));
     }
+    if state.pending + more > max {
+        return Err(format!(
+            "the values not linked yet are larger than the spill quota of {max} bytes"
+        ));
+    }
+    state.pending += more;
     state.total += more;
     if let Some(entry) = state.files.get_mut(&file) {
         entry.on_disk += more;
@@ -172,17 +178,18 @@ fn make_room(shared: &Shared, file: u64, more: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// `file` is complete: evicts the oldest other complete values until the
-/// store is within its quota again.
-fn evict_for(shared: &Shared, state: &mut State, file: u64) {
+/// `mine` were just linked: evicts the oldest other linked values until
+/// the kept values are within the quota again. Values not linked yet are
+/// never evicted (they are counted apart, and bounded on their own).
+pub(super) fn evict_for(shared: &Shared, state: &mut State, mine: &[u64]) {
     let max = shared.config.max_bytes;
-    while state.total > max {
+    while state.total - state.pending > max {
         let oldest = state.order.iter().copied().find(|f| {
-            *f != file
+            !mine.contains(f)
                 && state
                     .files
                     .get(f)
-                    .is_some_and(|e| matches!(e.state, FileState::Complete { .. }))
+                    .is_some_and(|e| e.linked && matches!(e.state, FileState::Complete { .. }))
         });
         let Some(oldest) = oldest else {
             break;
@@ -200,6 +207,9 @@ fn remove(shared: &Shared, state: &mut State, file: u64) {
     let _ = fs::remove_file(shared.path(file));
     if let Some(entry) = state.files.get_mut(&file) {
         state.total -= entry.on_disk;
+        if !entry.linked {
+            state.pending -= entry.on_disk;
+        }
         entry.on_disk = 0;
     }
 }
