@@ -162,18 +162,32 @@ impl SpillStore {
             "{:08x}",
             RandomState::new().hash_one(std::process::id()) as u32
         );
-        let dir = temp.join(format!("drainpipe-spill-{}-{token}", std::process::id()));
-        fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        let name = format!("drainpipe-spill-{}-{token}", std::process::id());
+        // Made under a name the sweep ignores, locked, then given its own:
+        // a sweep never sees it unlocked.
+        let making = temp.join(format!(".{name}"));
+        let dir = temp.join(name);
+        fs::DirBuilder::new().mode(0o700).create(&making)?;
         // Held while this proxy lives: the next proxy's sweep tells a live
         // directory from a stale one by it (a pid can be reused, or belong
         // to another namespace sharing the temp dir).
-        let lock = fs::OpenOptions::new()
+        let locked = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(dir.join(LOCK_FILE))?;
-        let lock = Flock::lock(lock, FlockArg::LockExclusiveNonblock)
-            .map_err(|(_, errno)| io::Error::from(errno))?;
+            .open(making.join(LOCK_FILE))
+            .and_then(|lock| {
+                Flock::lock(lock, FlockArg::LockExclusiveNonblock)
+                    .map_err(|(_, errno)| io::Error::from(errno))
+            })
+            .and_then(|lock| fs::rename(&making, &dir).map(|()| lock));
+        let lock = match locked {
+            Ok(lock) => lock,
+            Err(error) => {
+                let _ = fs::remove_dir_all(&making);
+                return Err(error);
+            }
+        };
         let shared = Arc::new(Shared {
             dir,
             token,
@@ -274,14 +288,9 @@ fn sweep_stale(temp: &Path) {
         else {
             continue;
         };
-        if rest
-            .split('-')
-            .next()
-            .and_then(|p| p.parse::<u32>().ok())
-            .is_none()
-        {
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
             continue;
-        }
+        };
         let ours = std::os::unix::fs::MetadataExt::uid(&match entry.metadata() {
             Ok(m) => m,
             Err(_) => continue,
@@ -291,10 +300,15 @@ fn sweep_stale(temp: &Path) {
         }
         let stale = match fs::File::open(entry.path().join(LOCK_FILE)) {
             Ok(file) => Flock::lock(file, FlockArg::LockExclusiveNonblock).is_ok(),
-            Err(_) => entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60))),
+            // No lock file: left by a proxy that made none; stale once its
+            // pid is gone and it is a minute old.
+            Err(_) => {
+                let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err();
+                gone && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60)))
+            }
         };
         if stale {
             let _ = fs::remove_dir_all(entry.path());
