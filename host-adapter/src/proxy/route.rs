@@ -20,7 +20,7 @@ use drainpipe_framer::{Envelope, Event, Id, JsonError, JsonErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{BackendError, FramerBackend, NativeFramer};
-use crate::component::ComponentFramer;
+use crate::component::{GuestLimits, Sandbox};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
@@ -259,7 +259,10 @@ impl Router {
     /// Reads `input` to its end (or a read error), routing every event.
     pub(crate) async fn run(mut self, mut input: impl AsyncRead + Unpin) {
         let mut framer: Box<dyn FramerBackend> = if self.config.sandbox {
-            match ComponentFramer::new(self.config.framer) {
+            // Its memory cap sized for this proxy's reads.
+            let config = self.config.framer;
+            let limits = GuestLimits::for_config(&config, self.config.read_chunk_bytes.max(1));
+            match Sandbox::shared().and_then(|sandbox| sandbox.framer(config, limits)) {
                 Ok(framer) => Box::new(framer),
                 Err(error) => {
                     self.sink
@@ -611,6 +614,8 @@ impl Router {
         };
         let max = self.config.framer.max_frame_bytes();
         let changed = match kind {
+            // The server's own tool, seen on an earlier page, wins.
+            Kind::ToolsList if spill.server_tool.load(Ordering::Relaxed) => None,
             Kind::ToolsList => match add_read_tool(bytes, host_id) {
                 ToolsList::Added(line) => Some(line),
                 ToolsList::ServerHasOne => {

@@ -261,7 +261,8 @@ impl Value {
                 return false;
             }
             let mut entry = format!("{line_start}: ");
-            let mut w: usize = entry.chars().map(wire_len).sum::<usize>() + 4;
+            // `…` and the escaped newline: 3 + 2 bytes on the wire.
+            let mut w: usize = entry.chars().map(wire_len).sum::<usize>() + 5;
             for c in shown.chars() {
                 if *wire + w + wire_len(c) > max_wire {
                     break;
