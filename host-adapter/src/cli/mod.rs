@@ -32,7 +32,8 @@ Exit codes:
   3    environment error (server could not be started, read or write failure;
        install: a drainpipe binary in a build or temporary directory)
   proxy: the server's own exit code, or 128+N if signal N ended it;
-         126 if the server could not be executed, 127 if it was not found";
+         126 if the server could not be executed, 127 if it was not found;
+         3 if a sandboxed framer failed (--sandbox)";
 
 /// A multi-threaded tokio runtime with two workers: enough for a reader, a
 /// writer and the caller, without taking a big machine's every core.

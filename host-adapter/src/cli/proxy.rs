@@ -146,7 +146,13 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
     let code = match outcome {
         Ok(outcome) => {
             report(&args, &outcome.metrics, &sink);
-            outcome.exit_code()
+            if outcome.metrics.framer_failed {
+                // Whatever the server said on its way out: this proxy
+                // failed its host.
+                super::EXIT_ENVIRONMENT
+            } else {
+                outcome.exit_code()
+            }
         }
         Err(error) => {
             sink.line(&format!("could not start `{}`: {error}", args.server[0]));

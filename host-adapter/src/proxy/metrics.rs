@@ -68,6 +68,9 @@ pub struct ProxyMetrics {
     /// (as the TypeScript SDK v2 client does with a copy of the server
     /// before the real session).
     pub probe: bool,
+    /// A framer failed (only the sandboxed one can, `--sandbox`): the proxy
+    /// stopped the server and ended.
+    pub framer_failed: bool,
     /// JSON-RPC batches from the host refused (each request in them answered
     /// with an error).
     pub batches_refused: u64,

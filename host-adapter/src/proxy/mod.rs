@@ -262,6 +262,10 @@ pub async fn run(
 
     let forever = Duration::from_secs(3600);
     let status = tokio::select! {
+        // A failed framer first: it also ends its reader, which would look
+        // like the host's end of input.
+        biased;
+        () = failed.cancelled() => None,
         status = async { loop { if let Some(status) = control.wait_exit(forever).await { break status } } } => Some(status),
         () = host_eof.cancelled() => {
             // Every host message read was queued; the writer closes stdin
@@ -282,7 +286,6 @@ pub async fn run(
             }
         }
         () = stop.cancelled() => None,
-        () = failed.cancelled() => None,
     };
     let status = match status {
         Some(status) => Some(status),
@@ -341,6 +344,7 @@ pub async fn run(
     let mut metrics = metrics.lock().expect("metrics").clone();
     metrics.requests_failed_at_exit = waiting.len() as u64;
     metrics.probe = metrics.host_requests > 0 && metrics.host_requests == metrics.discover_requests;
+    metrics.framer_failed = failed.is_cancelled();
     metrics.errors_sent += queued - unwritten.min(queued);
     metrics.errors_dropped += waiting.len() as u64 - queued + unwritten.min(queued);
     metrics.server_exit_code = status.and_then(|s| s.code());
