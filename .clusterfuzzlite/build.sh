@@ -13,7 +13,11 @@ cargo_fuzz() {
 
 # component_parity runs the framer component in wasmtime; the guest is built
 # for wasm32 by host-adapter's build script, which needs the target.
-rustup target add wasm32-unknown-unknown
+if rustc --version | grep -q nightly; then
+    rustup target add wasm32-unknown-unknown
+else
+    rustup target add wasm32-unknown-unknown --toolchain nightly
+fi
 cargo_fuzz build -O --debug-assertions --features component
 
 bin_dir=fuzz/target/x86_64-unknown-linux-gnu/release

@@ -7,7 +7,8 @@
 //! build never changes the toolchain: if it is missing, the build fails with
 //! one line that says what to run), build the guest with a nested cargo in a
 //! target dir under `OUT_DIR`, then encode the core module as a component
-//! with `wit-component`. Everything it writes is under `OUT_DIR`.
+//! with `wit-component`. Everything it writes is under `OUT_DIR`, but for
+//! the nested cargo's own `guest/Cargo.lock` (ignored by git).
 
 use std::env;
 use std::ffi::OsString;
