@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
 use drainpipe_framer::testing::{Rng, workload};
-use drainpipe_framer::{Config, Framer, JsonErrorKind, Stats};
+use drainpipe_framer::{Config, Framer, Stats};
 use drainpipe_host::component::{COMPONENT_WASM, FULL_COMPONENT_WASM};
 use serde_json::{Value, json};
 
@@ -188,7 +188,7 @@ fn event(e: &OwnedEvent) -> Value {
         } => json!({
             "tag": "malformed",
             "offset": offset,
-            "error": { "kind": error_kind(error.kind), "at": error.at },
+            "error": { "kind": error.kind.wit_name(), "at": error.at },
             "envelope": envelope(env),
         }),
         OwnedEvent::Discarded {
@@ -215,23 +215,6 @@ fn event(e: &OwnedEvent) -> Value {
         } => {
             json!({ "tag": "truncated", "offset": offset, "len": len, "envelope": envelope(env) })
         }
-    }
-}
-
-/// The WIT name of each error kind (what jco hands JavaScript).
-fn error_kind(kind: JsonErrorKind) -> &'static str {
-    match kind {
-        JsonErrorKind::InvalidUtf8 => "invalid-utf8",
-        JsonErrorKind::ControlInString => "control-in-string",
-        JsonErrorKind::InvalidEscape => "invalid-escape",
-        JsonErrorKind::UnexpectedByte => "unexpected-byte",
-        JsonErrorKind::InvalidNumber => "invalid-number",
-        JsonErrorKind::InvalidLiteral => "invalid-literal",
-        JsonErrorKind::TrailingCharacters => "trailing-characters",
-        JsonErrorKind::TopLevelNotObject => "top-level-not-object",
-        JsonErrorKind::DepthLimit => "depth-limit",
-        JsonErrorKind::Incomplete => "incomplete",
-        other => panic!("error kind {other:?} has no WIT name yet"),
     }
 }
 
