@@ -112,6 +112,18 @@ fn link(result: &Value, name: &str) -> Value {
         .clone()
 }
 
+/// The tools the proxy lists.
+async fn list_tools(session: &Session) -> Vec<Value> {
+    let tools = within(
+        10,
+        "tools/list",
+        session.call("tools/list", json!({}), opts(5)),
+    )
+    .await
+    .expect("tools/list");
+    tools.result["tools"].as_array().expect("tools").clone()
+}
+
 /// A condensed result (with its notice) that links nothing.
 fn assert_condensed_without_links(result: &Value) {
     let content = result["content"].as_array().expect("content");
@@ -195,19 +207,8 @@ async fn a_cut_value_is_linked_paged_ranged_and_searched() {
         "{}",
         init.result
     );
-    let tools = within(
-        10,
-        "tools/list",
-        session.call("tools/list", json!({}), opts(5)),
-    )
-    .await
-    .expect("tools/list");
-    let names: Vec<&str> = tools.result["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let tools = list_tools(&session).await;
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(
         names.contains(&"drainpipe_read") && names.contains(&"echo"),
         "{names:?}"
@@ -682,16 +683,8 @@ async fn a_server_tool_named_drainpipe_read_is_left_alone() {
     else {
         return;
     };
-    let tools = within(
-        10,
-        "tools/list",
-        session.call("tools/list", json!({}), opts(5)),
-    )
-    .await
-    .expect("tools/list");
-    let named: Vec<&Value> = tools.result["tools"]
-        .as_array()
-        .unwrap()
+    let tools = list_tools(&session).await;
+    let named: Vec<&Value> = tools
         .iter()
         .filter(|t| t["name"] == "drainpipe_read")
         .collect();
