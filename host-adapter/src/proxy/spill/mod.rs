@@ -326,7 +326,6 @@ pub(crate) struct LineSpill {
     /// Raw bytes of the open value not yet sent.
     pending: Vec<u8>,
     open: Option<u64>,
-    linked: bool,
 }
 
 impl LineSpill {
@@ -336,7 +335,6 @@ impl LineSpill {
             files: Vec::new(),
             pending: Vec::new(),
             open: None,
-            linked: false,
         }
     }
 
@@ -472,7 +470,6 @@ impl LineSpill {
             // Now that they are kept, older kept values make room for them.
             writer::evict_for(&self.store.shared, &mut state, &mine);
         }
-        self.linked = true;
         (written, problems)
     }
 }
