@@ -174,7 +174,7 @@ pub fn python() -> Result<PythonPeer, String> {
 
 /// The `drainpipe` binary (for `drainpipe proxy`), built from this workspace.
 pub fn drainpipe() -> Result<PathBuf, String> {
-    crate::host_binary("drainpipe")
+    crate::binary("drainpipe")
 }
 
 fn which(program: &str) -> Option<PathBuf> {

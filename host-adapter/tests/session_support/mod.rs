@@ -11,12 +11,13 @@ use serde_json::json;
 
 // The release suite's own bounds and process-table checks, so both suites
 // bound time and check for orphans the same way.
+pub use drainpipe_test_support::bins::fixture_binary;
 pub use drainpipe_test_support::bounds::*;
 pub use drainpipe_test_support::procs::{assert_all_gone, assert_group_gone, descendants, stat};
 
 /// The fixture server with `args`.
 pub fn fixture(args: &[&str]) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_drainpipe-fixture"));
+    let mut command = tokio::process::Command::new(fixture_binary());
     command.args(args);
     command
 }
