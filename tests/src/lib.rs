@@ -13,6 +13,7 @@ pub mod text_file;
 pub use drainpipe_test_support::bins::{
     binary, binary_dir, drainpipe_binary, fixture_binary, workspace_root,
 };
+pub use drainpipe_test_support::fixture::fixture;
 pub use drainpipe_test_support::procs;
 pub use drainpipe_test_support::{opts, opts_ms, start_tool, tool, wait_until, within};
 
@@ -26,13 +27,6 @@ use serde_json::{Value, json};
 /// cancellation, for the criteria that say "answers quickly". Generous for a
 /// loaded 2-core CI machine; a healthy run answers in about a millisecond.
 pub const QUICK: Duration = Duration::from_secs(2);
-
-/// The fixture server with `args`.
-pub fn fixture(args: &[&str]) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(fixture_binary());
-    command.args(args);
-    command
-}
 
 /// The `initialize` parameters a real host sends.
 pub fn initialize_params() -> Value {

@@ -1,66 +1,10 @@
-//! Helpers shared by the session tests: the fixture server, and (from
-//! `drainpipe-test-support`) time bounds that fail loudly and
+//! The session tests' helpers, all from `drainpipe-test-support`: the
+//! fixture server in a session, time bounds that fail loudly, and
 //! process-table checks for zombies and orphans.
 // Each test binary uses some of these.
-#![allow(dead_code, unreachable_pub, unused_imports)]
+#![allow(unused_imports, unreachable_pub)]
 
-use std::time::{Duration, Instant};
-
-use drainpipe_host::session::{Response, Session, SessionConfig, ShutdownReport};
-use serde_json::json;
-
-// The release suite's own bounds and process-table checks, so both suites
-// bound time and check for orphans the same way.
 pub use drainpipe_test_support::bins::fixture_binary;
 pub use drainpipe_test_support::bounds::*;
+pub use drainpipe_test_support::fixture::*;
 pub use drainpipe_test_support::procs::{assert_all_gone, assert_group_gone, descendants, stat};
-
-/// The fixture server with `args`.
-pub fn fixture(args: &[&str]) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(fixture_binary());
-    command.args(args);
-    command
-}
-
-/// A session on the fixture, initialized.
-pub async fn start(args: &[&str], config: SessionConfig) -> Session {
-    let session = Session::spawn(fixture(args), config).expect("spawn the fixture");
-    let init = within(
-        10,
-        "initialize",
-        session.call("initialize", json!({}), opts(5)),
-    )
-    .await;
-    init.expect("initialize answers");
-    session
-}
-
-/// The first text block of a tool result.
-pub fn first_text(response: &Response) -> String {
-    response.result["content"][0]["text"]
-        .as_str()
-        .expect("a text block")
-        .to_string()
-}
-
-/// Proves the session still works: an `echo` round trip within 5 s.
-pub async fn assert_usable(session: &Session) -> Duration {
-    let started = Instant::now();
-    let echoed = within(
-        10,
-        "second request",
-        tool(session, "echo", json!({"again": true}), opts(5)),
-    )
-    .await;
-    let echoed = echoed.expect("the second request succeeds");
-    assert_eq!(echoed.result["structuredContent"], json!({"again": true}));
-    started.elapsed()
-}
-
-/// Shuts the session down and checks that nothing of it is left.
-pub async fn shutdown_clean(session: &Session) -> ShutdownReport {
-    let pid = session.pid();
-    let report = within(20, "shutdown", session.shutdown()).await;
-    assert_group_gone(pid).await;
-    report
-}
