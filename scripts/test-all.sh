@@ -53,7 +53,7 @@ step "GuardedStdioClientTransport under the official SDK clients (node --test)"
 # The fixture is target/debug/drainpipe (`cargo test --workspace` built it:
 # this is a no-op then); dist/ is from `npm run build`; the SDK clients and
 # servers from tests/peers/setup.sh. Before any pruning of target/debug.
-cargo build --quiet -p drainpipe-host --bin drainpipe
+cargo build --quiet -p drainpipe-cli --bin drainpipe
 DRAINPIPE_REQUIRE_PEERS=1 DRAINPIPE_BIN="$PWD/target/debug/drainpipe" \
     node --test tests/peers/node/guarded-transport.test.mjs
 

@@ -11,7 +11,7 @@
 //!                             over a 4 MiB limit: when the limit was crossed, when the
 //!                             error came and when the line ended, with the request alone
 //!                             and with another pending (needs `cargo build --release
-//!                             -p drainpipe-host --bins` for the fixture)
+//!                             -p drainpipe-cli --bins` for the fixture)
 //! e2e proxy-result [MIB]      `drainpipe proxy` in front of the fixture answering with MIB
 //!                             MiB (default 200), id last: forwarded whole (--max-frame
 //!                             above it), rejected (4 MiB limit), condensed (--clip 256KiB),
@@ -132,7 +132,7 @@ fn fixture() -> Command {
     let path = dir.join("drainpipe-fixture");
     assert!(
         path.is_file(),
-        "{} is missing: cargo build --release -p drainpipe-host --bins",
+        "{} is missing: cargo build --release -p drainpipe-cli --bins",
         path.display()
     );
     Command::new(path)

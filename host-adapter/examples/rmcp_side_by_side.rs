@@ -3,7 +3,7 @@
 //! the same cancellation; prints outcome, time and peak RSS of each.
 //!
 //! ```text
-//! cargo build -p drainpipe-host --bin drainpipe-fixture
+//! cargo build -p drainpipe-cli --bin drainpipe-fixture
 //! cargo run -p drainpipe-host --features rmcp --example rmcp_side_by_side [-- RESULT_MIB [SERVER ARGS...]]
 //! ```
 //!
@@ -55,7 +55,7 @@ fn server(args: &[String]) -> tokio::process::Command {
             );
             if !fixture.exists() {
                 eprintln!(
-                    "{} not found: run `cargo build -p drainpipe-host --bin drainpipe-fixture` first, or set DRAINPIPE_FIXTURE",
+                    "{} not found: run `cargo build -p drainpipe-cli --bin drainpipe-fixture` first, or set DRAINPIPE_FIXTURE",
                     fixture.display()
                 );
                 std::process::exit(2);

@@ -10,7 +10,7 @@ use std::process::Command as StdCommand;
 use std::sync::{Mutex, OnceLock};
 
 /// The package that builds the binaries.
-pub const PACKAGE: &str = "drainpipe-host";
+pub const PACKAGE: &str = "drainpipe-cli";
 
 /// The workspace root (the folder with the root `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
@@ -122,6 +122,8 @@ fn is_fresh(binary: &Path) -> bool {
         "host-adapter/Cargo.toml",
         "host-adapter/build.rs",
         "host-adapter/src",
+        "cli/Cargo.toml",
+        "cli/src",
         "host-adapter/guest",
         "wit",
     ] {

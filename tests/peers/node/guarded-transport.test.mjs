@@ -3,7 +3,7 @@
 // (@modelcontextprotocol/client), against the official filesystem and
 // everything servers and the drainpipe fixture's failure modes.
 //
-//   bash tests/peers/setup.sh && cargo build -p drainpipe-host --bin drainpipe
+//   bash tests/peers/setup.sh && cargo build -p drainpipe-cli --bin drainpipe
 //   node --test tests/peers/node/guarded-transport.test.mjs
 //
 // The fixture is `<repo>/target/debug/drainpipe fixture` (or $DRAINPIPE_BIN).
@@ -29,7 +29,7 @@ const FILESYSTEM = join(modules, 'server-filesystem', 'dist', 'index.js');
 const EVERYTHING = join(modules, 'server-everything', 'dist', 'index.js');
 const DRAINPIPE = process.env.DRAINPIPE_BIN ?? join(repo, 'target', 'debug', 'drainpipe');
 const REQUIRE = process.env.DRAINPIPE_REQUIRE_PEERS === '1';
-const fixtureSkip = existsSync(DRAINPIPE) || REQUIRE ? false : `no ${DRAINPIPE} (cargo build -p drainpipe-host --bin drainpipe, or set DRAINPIPE_BIN)`;
+const fixtureSkip = existsSync(DRAINPIPE) || REQUIRE ? false : `no ${DRAINPIPE} (cargo build -p drainpipe-cli --bin drainpipe, or set DRAINPIPE_BIN)`;
 const LIMIT = 4 << 20;
 
 const CLIENTS = {

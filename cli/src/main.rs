@@ -1,12 +1,10 @@
 //! `drainpipe`: keeps MCP stdio servers from stalling on a full pipe.
 //!
 //! Parses the command line and hands over to one file per subcommand in
-//! `src/cli/`. Logs and diagnostics go to stderr; stdout carries only each
+//! `src/commands/`. Logs and diagnostics go to stderr; stdout carries only each
 //! subcommand's output.
 
-#[path = "../cli/mod.rs"]
-mod cli;
-#[path = "../fixture/mod.rs"]
+mod commands;
 mod fixture;
 
 use clap::{Parser, Subcommand};
@@ -15,7 +13,7 @@ use clap::{Parser, Subcommand};
 /// checked before any JSON is parsed, a reader that never stops reading,
 /// cancellation that reaches the producer.
 #[derive(Debug, Parser)]
-#[command(name = "drainpipe", version, after_help = cli::EXIT_CODES)]
+#[command(name = "drainpipe", version, after_help = commands::EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,12 +22,12 @@ struct Cli {
 /// The subcommands; each one's help comes from its arguments' docs.
 #[derive(Debug, Subcommand)]
 enum Command {
-    Demo(cli::demo::DemoArgs),
-    Proxy(cli::proxy::ProxyArgs),
-    Check(cli::check::CheckArgs),
-    Frame(cli::frame::FrameArgs),
-    Install(cli::install::InstallArgs),
-    Uninstall(cli::install::UninstallArgs),
+    Demo(commands::demo::DemoArgs),
+    Proxy(commands::proxy::ProxyArgs),
+    Check(commands::check::CheckArgs),
+    Frame(commands::frame::FrameArgs),
+    Install(commands::install::InstallArgs),
+    Uninstall(commands::install::UninstallArgs),
     /// Watch a `drainpipe proxy` and, once it is gone (SIGKILL included),
     /// kill what it started (started by `proxy` itself).
     #[command(hide = true)]
@@ -50,12 +48,12 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Demo(args) => cli::demo::run(args),
-        Command::Proxy(args) => cli::proxy::run(args),
-        Command::Check(args) => cli::check::run(args),
-        Command::Frame(args) => cli::frame::run(args),
-        Command::Install(args) => cli::install::run_install(args),
-        Command::Uninstall(args) => cli::install::run_uninstall(args),
+        Command::Demo(args) => commands::demo::run(args),
+        Command::Proxy(args) => commands::proxy::run(args),
+        Command::Check(args) => commands::check::run(args),
+        Command::Frame(args) => commands::frame::run(args),
+        Command::Install(args) => commands::install::run_install(args),
+        Command::Uninstall(args) => commands::install::run_uninstall(args),
         Command::Fixture { args } => run_fixture(args),
         Command::Supervise { parent } => {
             drainpipe_host::supervise::run(parent);
@@ -74,11 +72,11 @@ fn run_fixture(args: Vec<String>) -> i32 {
                 "{}",
                 fixture::USAGE.replace("drainpipe-fixture", "drainpipe fixture")
             );
-            cli::EXIT_OK
+            commands::EXIT_OK
         }
         Err(message) => {
             eprintln!("drainpipe fixture: {message} (see --help)");
-            cli::EXIT_USAGE
+            commands::EXIT_USAGE
         }
     }
 }

@@ -4,7 +4,6 @@
 //! fixture binary, every hop an OS pipe.
 
 mod cli_support;
-mod session_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::Stdio;
@@ -14,8 +13,9 @@ use std::time::{Duration, Instant};
 use cli_support::{FIXTURE, assert_gone, drainpipe, json_lines, run, run_until};
 use drainpipe_framer::Config;
 use drainpipe_host::session::{CallError, Session, SessionConfig};
+use drainpipe_test_support::fixture::{assert_usable, first_text};
+use drainpipe_test_support::{opts, start_tool, tool, wait_until, within};
 use serde_json::{Value, json};
-use session_support::{first_text, opts, start_tool, tool, wait_until, within};
 
 /// A session whose server is `drainpipe proxy PROXY_ARGS -- fixture`.
 async fn through_proxy(proxy_args: &[&str]) -> Session {
@@ -92,7 +92,7 @@ async fn oversize_response_becomes_an_error_for_that_id() {
     .await
     .expect("a response of exactly the limit passes");
     assert_eq!(below.wire_bytes, 1 << 20);
-    session_support::assert_usable(&session).await;
+    assert_usable(&session).await;
     let metrics = session.metrics();
     assert_eq!(
         metrics.oversize_frames, 0,
@@ -187,7 +187,7 @@ async fn cancellation_reaches_the_server_and_a_second_request_is_quick() {
         matches!(outcome, Err(CallError::Cancelled { .. })),
         "{outcome:?}"
     );
-    let second = session_support::assert_usable(&session).await;
+    let second = assert_usable(&session).await;
     assert!(
         second < Duration::from_secs(1),
         "second request took {second:?}"
@@ -220,7 +220,7 @@ async fn cancellation_reaches_the_server_and_a_second_request_is_quick() {
     let cancelled_at = Instant::now();
     assert!(session.cancel(pending.id(), "too slow"));
     let _ = within(5, "cancelled", pending.outcome()).await;
-    session_support::assert_usable(&session).await;
+    assert_usable(&session).await;
     let second = cancelled_at.elapsed();
     assert!(
         second < Duration::from_secs(2),
