@@ -31,6 +31,15 @@ rustup target add wasm32-unknown-unknown wasm32-wasip2
 step "the framer builds as no_std for wasm32"
 cargo build --quiet -p drainpipe-framer --no-default-features --target wasm32-unknown-unknown
 
+step "the session library alone: no wasmtime, no clap"
+# What a program that embeds a session compiles (normal and build edges).
+deps=$(cargo tree -p drainpipe-host --no-default-features -e normal,build --prefix none)
+if grep -E '^(wasmtime|clap|wit-component) ' <<<"$deps"; then
+    echo "drainpipe-host --no-default-features pulls in the crates above" >&2
+    exit 1
+fi
+cargo build --quiet -p drainpipe-host --no-default-features
+
 step "peers: Node and Python MCP SDKs, jco"
 if [ -f tests/peers/setup.sh ]; then
     bash tests/peers/setup.sh

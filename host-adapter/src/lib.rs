@@ -5,8 +5,10 @@
 //!
 //! - [`backend`]: the framer behind one trait, either native or the
 //!   WebAssembly component run in a capped wasmtime sandbox.
-//! - [`component`]: that sandbox: the framer component (`wit/framer.wit`)
-//!   compiled once per process, one capped instance per session.
+//! - `component` (default feature `component`): that sandbox: the framer
+//!   component (`wit/framer.wit`) compiled once per process, one capped
+//!   instance per session. Without the feature the crate builds neither
+//!   wasmtime nor the guest.
 //! - [`session`]: the client side: an MCP stdio server as a child process,
 //!   behind a reader that never stops reading.
 //! - [`proxy`]: a transparent stdio proxy that puts the transport limit
@@ -18,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+#[cfg(feature = "component")]
 pub mod component;
 mod condense;
 pub mod proxy;

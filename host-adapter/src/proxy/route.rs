@@ -20,7 +20,6 @@ use drainpipe_framer::{Envelope, Event, Id, JsonError, JsonErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{BackendError, FramerBackend, NativeFramer};
-use crate::component::{GuestLimits, Sandbox};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
@@ -256,23 +255,36 @@ impl Router {
         }
     }
 
-    /// Reads `input` to its end (or a read error), routing every event.
-    pub(crate) async fn run(mut self, mut input: impl AsyncRead + Unpin) {
-        let mut framer: Box<dyn FramerBackend> = if self.config.sandbox {
+    /// This reader's framer: native, or the component (`--sandbox`).
+    fn framer(&self) -> Result<Box<dyn FramerBackend>, BackendError> {
+        if !self.config.sandbox {
+            return Ok(Box::new(NativeFramer::new(self.config.framer)));
+        }
+        #[cfg(feature = "component")]
+        {
+            use crate::component::{GuestLimits, Sandbox};
             // Its memory cap sized for this proxy's reads.
             let config = self.config.framer;
             let limits = GuestLimits::for_config(&config, self.config.read_chunk_bytes.max(1));
-            match Sandbox::shared().and_then(|sandbox| sandbox.framer(config, limits)) {
-                Ok(framer) => Box::new(framer),
-                Err(error) => {
-                    self.sink
-                        .line(&format!("the {} reader cannot start: {error}", self.peer()));
-                    self.failed.cancel();
-                    return;
-                }
+            let framer = Sandbox::shared()?.framer(config, limits)?;
+            Ok(Box::new(framer))
+        }
+        #[cfg(not(feature = "component"))]
+        Err(BackendError::Unavailable {
+            message: "drainpipe-host was built without its `component` feature".into(),
+        })
+    }
+
+    /// Reads `input` to its end (or a read error), routing every event.
+    pub(crate) async fn run(mut self, mut input: impl AsyncRead + Unpin) {
+        let mut framer = match self.framer() {
+            Ok(framer) => framer,
+            Err(error) => {
+                self.sink
+                    .line(&format!("the {} reader cannot start: {error}", self.peer()));
+                self.failed.cancel();
+                return;
             }
-        } else {
-            Box::new(NativeFramer::new(self.config.framer))
         };
         // Stream offset of the next byte read.
         let mut position = 0u64;
