@@ -8,8 +8,10 @@
 //! build never changes the toolchain: if it is missing, the build fails with
 //! one line that says what to run), build the guest with a nested cargo in a
 //! target dir under `OUT_DIR`, then encode the core module as a component
-//! with `wit-component`. Everything it writes is under `OUT_DIR`, but for
-//! the nested cargo's own `guest/Cargo.lock` (ignored by git).
+//! with `wit-component`. Everything it writes is under `OUT_DIR`: the guest
+//! crate (`guest/manifest.toml` as its manifest, `guest/Cargo.lock`, the WIT
+//! files) is put together there, so the same steps work from a checkout and
+//! from the published package.
 
 use std::env;
 use std::ffi::OsString;
@@ -33,18 +35,20 @@ fn build_components() {
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let guest_dir = manifest_dir.join("guest");
-    let workspace_dir = manifest_dir
-        .parent()
-        .expect("host-adapter lives in the workspace")
-        .to_path_buf();
+    let wit_dir = manifest_dir.join("wit");
+    // The framer's source, wherever cargo keeps it (a checkout, or a
+    // downloaded package): its build script says.
+    let framer_dir = PathBuf::from(env::var_os("DEP_DRAINPIPE_FRAMER_ROOT").unwrap_or_else(|| {
+        fail("drainpipe-framer did not say where its source is (DEP_DRAINPIPE_FRAMER_ROOT)")
+    }));
 
     for watched in [
         guest_dir.join("src"),
-        guest_dir.join("Cargo.toml"),
+        guest_dir.join("manifest.toml"),
         guest_dir.join("Cargo.lock"),
-        workspace_dir.join("wit"),
-        workspace_dir.join("framer").join("src"),
-        workspace_dir.join("framer").join("Cargo.toml"),
+        wit_dir.clone(),
+        framer_dir.join("src"),
+        framer_dir.join("Cargo.toml"),
     ] {
         println!("cargo:rerun-if-changed={}", watched.display());
     }
@@ -52,6 +56,8 @@ fn build_components() {
     let rustc = env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
     ensure_wasm_target(&rustc);
 
+    let crate_dir = out_dir.join("guest");
+    write_guest_crate(&guest_dir, &wit_dir, &framer_dir, &crate_dir);
     let target_dir = out_dir.join("wasm-guest");
     for (features, name, env_var) in [
         (None, "drainpipe_framer.wasm", "DRAINPIPE_FRAMER_COMPONENT"),
@@ -63,7 +69,12 @@ fn build_components() {
     ] {
         // Both builds write the same module file: encode each right after
         // its build.
-        build_guest(&guest_dir, &target_dir, features);
+        build_guest(
+            &crate_dir,
+            &target_dir,
+            features,
+            &[&guest_dir, &framer_dir],
+        );
         let module_path = target_dir
             .join(TARGET)
             .join("release")
@@ -121,12 +132,56 @@ fn ensure_wasm_target(rustc: &OsString) {
     }
 }
 
-fn build_guest(guest_dir: &Path, target_dir: &Path, features: Option<&str>) {
+/// Writes the guest crate under `crate_dir`: `guest/manifest.toml` as its
+/// `Cargo.toml` (sources in `guest_dir`, the framer from `framer_dir`), the
+/// guest's `Cargo.lock` and the WIT files its bindings are generated from.
+fn write_guest_crate(guest_dir: &Path, wit_dir: &Path, framer_dir: &Path, crate_dir: &Path) {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())))
+    };
+    let template = read(&guest_dir.join("manifest.toml"));
+    let mut manifest = template.clone();
+    for (key, dir) in [("{guest}", guest_dir), ("{framer}", framer_dir)] {
+        if !template.contains(key) {
+            fail(&format!("guest/manifest.toml has no {key}"));
+        }
+        manifest = manifest.replace(key, &toml_string_body(dir));
+    }
+    std::fs::create_dir_all(crate_dir.join("wit"))
+        .unwrap_or_else(|e| fail(&format!("cannot create {}: {e}", crate_dir.display())));
+    write_if_changed(&crate_dir.join("Cargo.toml"), manifest.as_bytes());
+    write_if_changed(
+        &crate_dir.join("Cargo.lock"),
+        read(&guest_dir.join("Cargo.lock")).as_bytes(),
+    );
+    let wit_files = std::fs::read_dir(wit_dir)
+        .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", wit_dir.display())));
+    for entry in wit_files.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|ext| ext == "wit") {
+            let name = crate_dir.join("wit").join(entry.file_name());
+            write_if_changed(&name, read(&path).as_bytes());
+        }
+    }
+}
+
+/// `path` inside a TOML basic string.
+fn toml_string_body(path: &Path) -> String {
+    let path = path
+        .to_str()
+        .unwrap_or_else(|| fail(&format!("{} is not UTF-8", path.display())));
+    path.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn build_guest(crate_dir: &Path, target_dir: &Path, features: Option<&str>, sources: &[&Path]) {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(guest_dir)
-        .args(["build", "--release", "--target", TARGET, "--manifest-path"])
-        .arg(guest_dir.join("Cargo.toml"))
+    // `--locked`: the guest's dependencies are the ones in guest/Cargo.lock.
+    cmd.current_dir(crate_dir)
+        .args(["build", "--release", "--locked", "--target", TARGET])
+        .arg("--manifest-path")
+        .arg(crate_dir.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir);
     if let Some(features) = features {
@@ -179,11 +234,8 @@ fn build_guest(guest_dir: &Path, target_dir: &Path, features: Option<&str>) {
             ));
         }
     }
-    if let Some(workspace) = guest_dir.parent().and_then(Path::parent) {
-        flags.push(format!(
-            "--remap-path-prefix={}=/drainpipe",
-            workspace.display()
-        ));
+    for (source, name) in sources.iter().zip(["/guest", "/framer"]) {
+        flags.push(format!("--remap-path-prefix={}={name}", source.display()));
     }
     cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
     // Hidden unless it fails: a warm rebuild is a no-op.
@@ -194,9 +246,17 @@ fn build_guest(guest_dir: &Path, target_dir: &Path, features: Option<&str>) {
     });
     if !output.status.success() {
         eprintln!("{}", String::from_utf8_lossy(&output.stderr));
-        fail(
-            "building the framer component (host-adapter/guest) failed; see the cargo output above",
-        );
+        let stale = String::from_utf8_lossy(&output.stderr).contains("--locked");
+        fail(&if stale {
+            format!(
+                "host-adapter/guest/Cargo.lock is out of date; refresh it with \
+                 `cargo update --manifest-path {}` and copy that Cargo.lock over it",
+                crate_dir.join("Cargo.toml").display()
+            )
+        } else {
+            "building the framer component (host-adapter/guest) failed; see the cargo output above"
+                .to_string()
+        });
     }
 }
 

@@ -37,7 +37,7 @@ use crate::backend::{BackendError, FramerBackend};
 /// is indexed.
 #[allow(missing_docs, unreachable_pub, clippy::all)]
 mod bindings {
-    wasmtime::component::bindgen!({ path: "../wit", world: "framer" });
+    wasmtime::component::bindgen!({ path: "wit", world: "framer" });
 }
 
 /// The WIT types of `drainpipe:framer/framing`, as the host sees them.

@@ -301,7 +301,7 @@ fn exported_interfaces(
 #[test]
 fn exports_match_the_wit_package() {
     let mut source = Resolve::default();
-    let wit_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    let wit_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("wit");
     let (package, _) = source.push_path(&wit_dir).expect("wit/ parses");
     for (world_name, wasm, interfaces) in [
         (
@@ -700,7 +700,7 @@ fn compiled_code_is_cached_between_sandboxes() {
 
 /// Host bindings for the full component, to check the budget half.
 mod full {
-    wasmtime::component::bindgen!({ path: "../wit", world: "drainpipe" });
+    wasmtime::component::bindgen!({ path: "wit", world: "drainpipe" });
 }
 
 #[test]
@@ -848,7 +848,7 @@ fn json_error_codes_follow_the_wit_enum() {
     // `JsonErrorKind::code` is the one table between the framer's kinds and
     // the WIT enum's discriminants (the host and the guest convert by it).
     let mut resolve = Resolve::default();
-    let wit_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    let wit_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("wit");
     resolve.push_path(&wit_dir).expect("wit/ parses");
     let cases: Vec<String> = resolve
         .types

@@ -19,9 +19,9 @@ use drainpipe_framer::packed::PackedBatch;
 use exports::drainpipe::framer::framing as wit;
 
 #[cfg(not(feature = "budget"))]
-wit_bindgen::generate!({ path: "../../wit", world: "framer" });
+wit_bindgen::generate!({ path: "wit", world: "framer" });
 #[cfg(feature = "budget")]
-wit_bindgen::generate!({ path: "../../wit", world: "drainpipe" });
+wit_bindgen::generate!({ path: "wit", world: "drainpipe" });
 
 #[global_allocator]
 static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
