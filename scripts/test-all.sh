@@ -49,6 +49,11 @@ fi
 step "cargo test (workspace, default features)"
 DRAINPIPE_REQUIRE_PEERS=1 cargo test --workspace
 
+step "cargo package: the library crates and the CLI build from their packages"
+# Packs and builds each crate from its .crate alone (the guest and the WIT
+# inside drainpipe-host's), as a registry download or docs.rs would.
+cargo package --quiet --allow-dirty -p drainpipe-framer -p drainpipe-host -p drainpipe-cli
+
 step "cargo test (optional features: tokio-util codec, rmcp transport)"
 cargo test -p drainpipe-framer --features tokio-util
 DRAINPIPE_REQUIRE_PEERS=1 cargo test -p drainpipe-host --features rmcp --test rmcp_transport
