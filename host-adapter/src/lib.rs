@@ -23,6 +23,7 @@ pub mod backend;
 #[cfg(feature = "component")]
 pub mod component;
 mod condense;
+mod pipe;
 pub mod proxy;
 #[cfg(feature = "rmcp")]
 pub mod rmcp;

@@ -15,7 +15,7 @@ use nix::unistd::Pid;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
-use super::{Ending, ShutdownTimeouts};
+use crate::session::{Ending, ShutdownTimeouts};
 
 /// What a fresh spawn hands out: the control handle and the three pipes.
 pub(crate) struct Spawned {

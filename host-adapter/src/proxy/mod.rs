@@ -36,7 +36,6 @@ mod queue;
 mod route;
 mod sink;
 pub(crate) mod spill;
-mod wire;
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
@@ -48,17 +47,22 @@ use std::time::{Duration, Instant};
 use drainpipe_framer::Config as FramerConfig;
 use drainpipe_framer::budget::MIN_LINKED_BUDGET;
 use nix::sys::signal::Signal;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::pipe::jsonrpc::{
+    INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE,
+};
 pub use metrics::{DirectionMetrics, ProxyMetrics};
 pub use sink::{SinkCloser, StderrSink};
 pub use spill::SpillConfig;
-pub use wire::{INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE};
 
-use crate::session::{ShutdownTimeouts, process};
+use crate::pipe::stderr::drain;
+use crate::pipe::stdin::{WriterEnd, write_lines};
+use crate::pipe::{jsonrpc, process};
+use crate::session::ShutdownTimeouts;
 use route::{Direction, InFlight, Router, SpillRoute};
 use spill::SpillStore;
 
@@ -245,7 +249,7 @@ pub async fn run(
     let server_writer = tokio::spawn(write_lines(
         spawned.stdin,
         to_server_rx,
-        server_replies_rx,
+        Some(server_replies_rx),
         close_server_stdin.clone(),
         WriterEnd::FramesClosed,
     ));
@@ -254,7 +258,7 @@ pub async fn run(
     let host_writer = tokio::spawn(write_lines(
         host_out,
         to_host_rx,
-        host_replies_rx,
+        Some(host_replies_rx),
         CancellationToken::new(),
         WriterEnd::Finish(finish_host.clone()),
     ));
@@ -325,7 +329,7 @@ pub async fn run(
     let deadline = Instant::now() + config.shutdown.after_kill.max(Duration::from_secs(5));
     let mut queued = 0u64;
     for id in &waiting {
-        let line = wire::error_line(id, SERVER_GONE, &reason);
+        let line = jsonrpc::error_line(id, SERVER_GONE, &reason);
         match tokio::time::timeout_at(deadline.into(), host_replies.send(line)).await {
             Ok(Ok(())) => queued += 1,
             _ => break,
@@ -363,92 +367,14 @@ pub async fn run(
     Ok(ProxyOutcome { status, metrics })
 }
 
-/// How a writer knows it is done.
-#[derive(Clone, Debug)]
-enum WriterEnd {
-    /// When the peer's messages end (the reader closed its queue): the
-    /// server's stdin writer, which then closes stdin.
-    FramesClosed,
-    /// When this token fires: write what is queued, then stop. The host's
-    /// stdout writer, which must also deliver the proxy's last errors.
-    Finish(CancellationToken),
-}
-
-/// Writes batches from `frames` and lines from `replies` until `end`, a
-/// failed write, or `close` (which also interrupts a write blocked on a peer
-/// not reading).
-async fn write_lines(
-    mut out: impl AsyncWrite + Unpin,
-    mut frames: mpsc::Receiver<queue::Batch>,
-    mut replies: mpsc::Receiver<Vec<u8>>,
-    close: CancellationToken,
-    end: WriterEnd,
-) {
-    let (finish, end_with_frames) = match end {
-        WriterEnd::FramesClosed => (CancellationToken::new(), true),
-        WriterEnd::Finish(token) => (token, false),
-    };
-    let mut frames_open = true;
-    loop {
-        let written = tokio::select! {
-            biased;
-            () = close.cancelled() => break,
-            Some(line) = replies.recv() => write_one(&mut out, &line, &close).await,
-            batch = frames.recv(), if frames_open => match batch {
-                // The batch's room in the queue is given back once written.
-                Some(batch) => write_one(&mut out, &batch.bytes, &close).await,
-                None if end_with_frames => break,
-                None => {
-                    frames_open = false;
-                    continue;
-                }
-            },
-            () = finish.cancelled() => {
-                while let Ok(batch) = frames.try_recv() {
-                    if !write_one(&mut out, &batch.bytes, &close).await {
-                        break;
-                    }
-                }
-                while let Ok(line) = replies.try_recv() {
-                    if !write_one(&mut out, &line, &close).await {
-                        break;
-                    }
-                }
-                break;
-            }
-        };
-        if !written {
-            break;
-        }
-    }
-    let _ = out.shutdown().await;
-}
-
-async fn write_one(
-    out: &mut (impl AsyncWrite + Unpin),
-    line: &[u8],
-    close: &CancellationToken,
-) -> bool {
-    tokio::select! {
-        biased;
-        () = close.cancelled() => false,
-        written = async { out.write_all(line).await?; out.flush().await } => written.is_ok(),
-    }
-}
-
 async fn drain_stderr(
-    mut stderr: tokio::process::ChildStderr,
+    stderr: tokio::process::ChildStderr,
     sink: StderrSink,
     metrics: Arc<Mutex<ProxyMetrics>>,
 ) {
-    let mut chunk = vec![0u8; 64 << 10];
-    loop {
-        match stderr.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                metrics.lock().expect("metrics").server_stderr_bytes += n as u64;
-                sink.write(&chunk[..n]);
-            }
-        }
-    }
+    drain(stderr, 64 << 10, |chunk| {
+        metrics.lock().expect("metrics").server_stderr_bytes += chunk.len() as u64;
+        sink.write(chunk);
+    })
+    .await;
 }

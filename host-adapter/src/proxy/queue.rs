@@ -30,6 +30,12 @@ pub(crate) struct Batch {
     spares: Spares,
 }
 
+impl AsRef<[u8]> for Batch {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 impl Drop for Batch {
     fn drop(&mut self) {
         let mut bytes = std::mem::take(&mut self.bytes);

@@ -33,10 +33,10 @@ use super::spill::rpc::{
     Own, ToolsList, add_read_tool, answer, handshake, has_resource_links, own_request,
 };
 use super::spill::{LineSpill, SpillStore};
-use super::wire::{
+use crate::condense::{LineTap, SpillWanted, Tapped, condense_frame_spilling};
+use crate::pipe::jsonrpc::{
     INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE, error_line,
 };
-use crate::condense::{LineTap, SpillWanted, Tapped, condense_frame_spilling};
 
 /// Host requests still waiting for the server's answer, matched by the
 /// value of their id ([`Id::canonical`](drainpipe_framer::Id::canonical)):

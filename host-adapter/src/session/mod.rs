@@ -35,12 +35,10 @@ mod capture;
 mod config;
 mod dispatch;
 mod metrics;
-pub(crate) mod process;
 mod protocol;
 mod reader;
 mod requests;
 mod stderr;
-mod writer;
 
 use std::fmt;
 use std::io;
@@ -69,8 +67,10 @@ pub use metrics::SessionMetrics;
 pub use protocol::{ClientInfo, NegotiateError, Negotiated, Protocol, Revision};
 pub use requests::{CallError, PendingCall, Rejection, RequestId, Response};
 
+use crate::pipe::jsonrpc::response_line;
+use crate::pipe::process::{self, ProcessControl};
+use crate::pipe::stdin::{WriterEnd, write_lines};
 use metrics::Counters;
-use process::ProcessControl;
 use requests::PendingMap;
 
 /// A request or notification the server sent to the host.
@@ -292,14 +292,16 @@ impl Session {
             negotiating: tokio::sync::Mutex::new(()),
             config,
         });
-        let writer = tokio::spawn(writer::run(
+        let writer = tokio::spawn(write_lines(
             spawned.stdin,
             writer_rx,
+            None,
             shared.close_stdin.clone(),
+            WriterEnd::FramesClosed,
         ));
         let stderr = tokio::spawn(stderr::run(
             spawned.stderr,
-            stderr::StderrSink {
+            stderr::StderrTarget {
                 capture: stderr_capture,
                 counters,
                 pid,
@@ -635,24 +637,6 @@ fn notification_line(method: &str, params: &serde_json::Value) -> Vec<u8> {
         &serde_json::json!({ "jsonrpc": "2.0", "method": method, "params": params }),
     )
     .expect("a JSON value serialises");
-    line.push(b'\n');
-    line
-}
-
-/// A response to a server request, echoing its id byte for byte.
-fn response_line(id: &OwnedId, answer: Result<serde_json::Value, (i64, String)>) -> Vec<u8> {
-    let mut line = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
-    id.as_id().write_json(&mut line);
-    let body = match answer {
-        Ok(result) => serde_json::json!({ "result": result }),
-        Err((code, message)) => {
-            serde_json::json!({ "error": { "code": code, "message": message } })
-        }
-    };
-    let body = serde_json::to_vec(&body).expect("a JSON value serialises");
-    // `body` is `{"result":…}` / `{"error":…}`: splice its members after the id.
-    line.push(b',');
-    line.extend_from_slice(&body[1..]);
     line.push(b'\n');
     line
 }

@@ -27,13 +27,10 @@ use tokio::process::ChildStdout;
 use super::dispatch::DispatchSender;
 use super::metrics::Counters;
 use super::requests::{CallError, numeric_id};
-use super::{DispatcherFullPolicy, Incoming, OversizePolicy, Shared, response_line};
+use super::{DispatcherFullPolicy, Incoming, OversizePolicy, Shared};
 use crate::backend::FramerBackend;
 use crate::condense::LineTap;
-
-/// JSON-RPC error code the host answers a server request with when it has no
-/// room to dispatch it (implementation-defined server-error range).
-pub(crate) const HOST_BUSY: i64 = -32000;
+use crate::pipe::jsonrpc::{HOST_BUSY, response_line};
 
 pub(crate) async fn run(
     mut stdout: ChildStdout,

@@ -1,20 +1,18 @@
-//! The stderr drain: reads the server's stderr for as long as it is open,
-//! keeps a bounded head and tail of it, and logs each line to `tracing`.
-//!
-//! Draining is the point: a server whose stderr pipe fills blocks in its own
-//! logging and stops answering, just as it would on a full stdout.
+//! What a session does with its server's stderr, drained by
+//! [`crate::pipe::stderr`]: keeps a bounded head and tail of it, and logs
+//! each line to `tracing`.
 
 use std::sync::{Arc, Mutex};
 
-use tokio::io::AsyncReadExt;
 use tokio::process::ChildStderr;
 
 use drainpipe_framer::budget::Capture;
 
 use super::metrics::Counters;
+use crate::pipe::stderr::drain;
 
 /// Where stderr goes, and how much of one line is logged.
-pub(crate) struct StderrSink {
+pub(crate) struct StderrTarget {
     pub(crate) capture: Arc<Mutex<Capture>>,
     pub(crate) counters: Arc<Counters>,
     pub(crate) pid: u32,
@@ -26,33 +24,22 @@ pub(crate) struct StderrSink {
 }
 
 /// Reads until end of file (or a read error) and returns.
-pub(crate) async fn run(mut stderr: ChildStderr, sink: StderrSink) {
-    let mut chunk = vec![0u8; sink.read_chunk_bytes.max(1)];
-    let mut lines = LineSplitter::new(sink.max_log_line_bytes);
-    let pid = sink.pid;
+pub(crate) async fn run(stderr: ChildStderr, target: StderrTarget) {
+    let mut lines = LineSplitter::new(target.max_log_line_bytes);
+    let pid = target.pid;
     let mut log = |line: &[u8], cut: bool| {
         let line = String::from_utf8_lossy(line);
         tracing::debug!(target: "drainpipe::server_stderr", pid, cut, "{}", line.trim_end_matches('\r'));
     };
-    loop {
-        let n = match stderr.read(&mut chunk).await {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(error) => {
-                tracing::debug!(%error, "server stderr read failed");
-                break;
-            }
-        };
-        Counters::add(&sink.counters.stderr_bytes, n as u64);
-        sink.capture
-            .lock()
-            .expect("stderr capture")
-            .write(&chunk[..n]);
+    drain(stderr, target.read_chunk_bytes, |chunk| {
+        Counters::add(&target.counters.stderr_bytes, chunk.len() as u64);
+        target.capture.lock().expect("stderr capture").write(chunk);
         // Splitting costs a scan per byte: skip it when nobody listens.
         if tracing::enabled!(target: "drainpipe::server_stderr", tracing::Level::DEBUG) {
-            lines.push(&chunk[..n], &mut log);
+            lines.push(chunk, &mut log);
         }
-    }
+    })
+    .await;
     lines.flush(&mut log);
 }
 

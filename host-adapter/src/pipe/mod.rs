@@ -1,0 +1,17 @@
+//! The child-pipe core under both the session and the proxy: what either
+//! does with a child's three pipes, written once.
+//!
+//! - [`process`]: spawning in its own process group, signalling the group,
+//!   reaping, stopping in steps (end of input, SIGTERM, SIGKILL).
+//! - [`jsonrpc`]: the JSON-RPC lines drainpipe writes itself and their codes.
+//! - [`stdin`]: the one task that writes to a child's stdin (or any pipe).
+//! - [`stderr`]: the drain that reads a child's stderr for as long as it is
+//!   open.
+//!
+//! What each side does with the messages (a session routes answers to its
+//! callers, the proxy forwards them) stays in `session/` and `proxy/`.
+
+pub(crate) mod jsonrpc;
+pub(crate) mod process;
+pub(crate) mod stderr;
+pub(crate) mod stdin;
