@@ -160,6 +160,9 @@ pub(crate) struct Validator {
     depth: u32,
     max_depth: u32,
     stack: Vec<u64>,
+    /// Whether the innermost open container is an object: its bit in
+    /// `stack`, kept apart because it is asked after every value.
+    top_object: bool,
     /// Whether the string being scanned is an object key (below the top level).
     in_key: bool,
     /// Bytes of the line fed before the current piece, for error offsets.
@@ -220,6 +223,7 @@ impl Validator {
             depth: 0,
             max_depth,
             stack: Vec::new(),
+            top_object: false,
             in_key: false,
             fed: 0,
             error: None,
@@ -719,9 +723,9 @@ impl Validator {
         Ok((state, i))
     }
 
+    #[inline(always)]
     fn top_is_object(&self) -> bool {
-        let level = self.depth - 1;
-        self.stack[(level / 64) as usize] & (1 << (level % 64)) != 0
+        self.top_object
     }
 
     /// Opens an object or array; `None` past the depth limit.
@@ -740,6 +744,7 @@ impl Validator {
             self.stack[word] &= !(1 << bit);
         }
         self.depth += 1;
+        self.top_object = object;
         Some(if object {
             State::ObjectFirst
         } else {
@@ -752,6 +757,8 @@ impl Validator {
         if self.depth == 0 {
             State::Done
         } else {
+            let level = self.depth - 1;
+            self.top_object = self.stack[(level / 64) as usize] & (1 << (level % 64)) != 0;
             State::After
         }
     }
