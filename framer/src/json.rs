@@ -495,6 +495,10 @@ impl Validator {
                     State::Num => {
                         // Digits are the common case: take them in a tight loop.
                         let mut num = self.num;
+                        if num == Num::Int {
+                            // The integer part (ids, counts): nothing to track.
+                            i += bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+                        }
                         loop {
                             let Some(&b) = bytes.get(i) else {
                                 self.num = num;
