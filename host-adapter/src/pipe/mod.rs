@@ -4,6 +4,8 @@
 //! - [`process`]: spawning in its own process group, signalling the group,
 //!   reaping, stopping in steps (end of input, SIGTERM, SIGKILL).
 //! - [`jsonrpc`]: the JSON-RPC lines drainpipe writes itself and their codes.
+//! - [`reader`]: the framing reader, over a `FramerBackend` (native or the
+//!   component), that never stops reading.
 //! - [`stdin`]: the one task that writes to a child's stdin (or any pipe).
 //! - [`stderr`]: the drain that reads a child's stderr for as long as it is
 //!   open.
@@ -13,5 +15,6 @@
 
 pub(crate) mod jsonrpc;
 pub(crate) mod process;
+pub(crate) mod reader;
 pub(crate) mod stderr;
 pub(crate) mod stdin;

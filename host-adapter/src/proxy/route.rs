@@ -20,7 +20,8 @@ use drainpipe_framer::{Envelope, Event, Id, JsonError, JsonErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{BackendError, FramerBackend, NativeFramer};
-use tokio::io::{AsyncRead, AsyncReadExt};
+use crate::pipe::reader::{ReadEnd, Route, read_framed};
+use tokio::io::AsyncRead;
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
 
@@ -276,7 +277,7 @@ impl Router {
     }
 
     /// Reads `input` to its end (or a read error), routing every event.
-    pub(crate) async fn run(mut self, mut input: impl AsyncRead + Unpin) {
+    pub(crate) async fn run(mut self, input: impl AsyncRead + Unpin) {
         let mut framer = match self.framer() {
             Ok(framer) => framer,
             Err(error) => {
@@ -286,12 +287,8 @@ impl Router {
                 return;
             }
         };
-        // Stream offset of the next byte read.
-        let mut position = 0u64;
-        let mut chunk = vec![0u8; self.config.read_chunk_bytes.max(1)];
-        let mut watch: Option<Unattributed> = None;
         // Results over the content budget are condensed as they stream.
-        let mut tap = match (self.direction, self.config.clip_bytes) {
+        let tap = match (self.direction, self.config.clip_bytes) {
             (Direction::ServerToHost, Some(budget)) => {
                 Some(
                     LineTap::new(budget).with_spill(self.spill.as_ref().map(|s| {
@@ -308,47 +305,23 @@ impl Router {
             }
             _ => None,
         };
-        // Batch lines from the host, captured to answer their requests.
-        let mut batch = BatchCapture::new(self.config.framer.max_frame_bytes());
-        let mut batch_starts: Vec<u64> = Vec::new();
-        loop {
-            let n = match input.read(&mut chunk).await {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(error) => {
-                    self.sink
-                        .line(&format!("reading {} output failed: {error}", self.peer()));
-                    break;
-                }
-            };
-            let at = position;
-            position += n as u64;
-            // The tap sees the read first: a line that ends in it is
-            // condensed by the time its event is routed.
-            if let Some(tap) = tap.as_mut() {
-                tap.push(&chunk[..n], at);
+        let chunk_bytes = self.config.read_chunk_bytes;
+        let batch = BatchCapture::new(self.config.framer.max_frame_bytes());
+        let mut route = ProxyRoute {
+            router: &mut self,
+            watch: None,
+            tap,
+            batch,
+            batch_starts: Vec::new(),
+        };
+        match read_framed(input, &mut *framer, chunk_bytes, &mut route).await {
+            ReadEnd::Eof => {}
+            ReadEnd::ReadFailed(error) => {
+                self.sink
+                    .line(&format!("reading {} output failed: {error}", self.peer()));
             }
-            let pushed = framer.push_each(&chunk[..n], &mut |event| {
-                self.on_event(event, &mut watch, &mut tap, &mut batch_starts)
-            });
-            if let Err(error) = pushed {
-                self.backend_failed(&error);
-                return;
-            }
-            if self.direction == Direction::HostToServer {
-                self.batches(&mut batch, &chunk[..n], at, &batch_starts);
-                batch_starts.clear();
-            }
-            self.flush(n as u64).await;
+            ReadEnd::Framer(error) | ReadEnd::Finish(error) => self.backend_failed(&error),
         }
-        let finished = framer.finish_each(&mut |event| {
-            self.on_event(event, &mut watch, &mut tap, &mut batch_starts)
-        });
-        if let Err(error) = finished {
-            self.backend_failed(&error);
-            return;
-        }
-        self.flush(0).await;
     }
 
     /// This reader's framer failed (only the sandboxed one can): nothing
@@ -935,6 +908,47 @@ fn cancelled_request(frame: &[u8]) -> Option<Vec<u8>> {
     let message: serde_json::Value = serde_json::from_slice(frame).ok()?;
     let id = message.get("params")?.get("requestId")?;
     serde_json::to_vec(id).ok()
+}
+
+/// A proxy reader's side of the framing reader.
+struct ProxyRoute<'a> {
+    router: &'a mut Router,
+    /// A rejected line that named no request yet (its id may come later).
+    watch: Option<Unattributed>,
+    /// Condenses results over the content budget as they stream.
+    tap: Option<LineTap>,
+    /// Batch lines from the host, captured to answer their requests.
+    batch: BatchCapture,
+    /// Where the batch lines of the current read start.
+    batch_starts: Vec<u64>,
+}
+
+impl Route for ProxyRoute<'_> {
+    fn read(&mut self, bytes: &[u8], at: u64) {
+        // The tap sees the read first: a line that ends in it is condensed
+        // by the time its event is routed.
+        if let Some(tap) = self.tap.as_mut() {
+            tap.push(bytes, at);
+        }
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        self.router.on_event(
+            event,
+            &mut self.watch,
+            &mut self.tap,
+            &mut self.batch_starts,
+        );
+    }
+
+    async fn after_read(&mut self, bytes: &[u8], at: u64) {
+        if self.router.direction == Direction::HostToServer && !bytes.is_empty() {
+            self.router
+                .batches(&mut self.batch, bytes, at, &self.batch_starts);
+            self.batch_starts.clear();
+        }
+        self.router.flush(bytes.len() as u64).await;
+    }
 }
 
 /// The id as the JSON token it was written as.

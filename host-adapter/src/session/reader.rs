@@ -21,7 +21,6 @@ use std::time::Instant;
 use drainpipe_framer::budget::{CondenseError, Condensed};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
 use drainpipe_framer::{Envelope, Event, Id};
-use tokio::io::AsyncReadExt;
 use tokio::process::ChildStdout;
 
 use super::dispatch::DispatchSender;
@@ -31,64 +30,76 @@ use super::{DispatcherFullPolicy, Incoming, OversizePolicy, Shared};
 use crate::backend::FramerBackend;
 use crate::condense::LineTap;
 use crate::pipe::jsonrpc::{HOST_BUSY, response_line};
+use crate::pipe::reader::{ReadEnd, Route, read_framed};
 
 pub(crate) async fn run(
-    mut stdout: ChildStdout,
+    stdout: ChildStdout,
     mut backend: Box<dyn FramerBackend>,
     dispatcher: DispatchSender,
     shared: Arc<Shared>,
 ) {
-    let mut router = Router {
-        shared: shared.clone(),
-        dispatcher,
-        oversize_seen: 0,
-        not_protocol_seen: 0,
-        rejected: None,
-        tap: None,
+    let mut route = SessionRoute {
+        router: Router {
+            shared: shared.clone(),
+            dispatcher,
+            oversize_seen: 0,
+            not_protocol_seen: 0,
+            rejected: None,
+            tap: None,
+        },
+        overflow: Vec::new(),
     };
-    let mut position = 0u64;
-    let mut chunk = vec![0u8; shared.config.read_chunk_bytes.max(1)];
-    // Messages for the dispatcher that found no room while the read was
-    // routed (routing never waits); dispatched, waiting, right after it.
-    let mut overflow: Vec<Incoming> = Vec::new();
-    let ended = loop {
-        let n = match stdout.read(&mut chunk).await {
-            Ok(0) => break None,
-            Ok(n) => n,
-            Err(error) => break Some(format!("reading server stdout failed: {error}")),
-        };
-        Counters::add(&shared.counters.stdout_bytes, n as u64);
-        router.tap(&chunk[..n], position);
-        position += n as u64;
-        let pushed = backend.push_each(&chunk[..n], &mut |event| {
-            router.on_event(event, &mut overflow)
-        });
-        if let Err(error) = pushed {
+    let chunk_bytes = shared.config.read_chunk_bytes;
+    let ended = match read_framed(stdout, &mut *backend, chunk_bytes, &mut route).await {
+        ReadEnd::Eof => None,
+        ReadEnd::ReadFailed(error) => Some(format!("reading server stdout failed: {error}")),
+        ReadEnd::Framer(error) => {
             // The backend is unusable; keep nothing more from this server.
             shared.kill(&error.to_string());
-            break Some(error.to_string());
+            Some(error.to_string())
         }
-        for message in overflow.drain(..) {
-            router.dispatch(message).await;
-        }
-        // The messages of one read cross to the caller together.
-        router.dispatcher.flush();
-    };
-    if ended.is_none() {
-        let finished = backend.finish_each(&mut |event| router.on_event(event, &mut overflow));
-        if let Err(error) = finished {
+        ReadEnd::Finish(error) => {
             tracing::warn!(%error, "framer backend failed at end of stream");
+            route.after_read(&[], 0).await;
+            None
         }
-        for message in overflow.drain(..) {
-            router.dispatch(message).await;
-        }
-    }
-    router.dispatcher.flush();
+    };
+    route.router.dispatcher.flush();
     let reason = ended.unwrap_or_else(|| match shared.process.exit_status() {
         Some(status) => format!("server closed stdout and exited ({status})"),
         None => "server closed stdout".to_string(),
     });
     shared.lose(&reason);
+}
+
+/// The session's side of the framing reader.
+struct SessionRoute {
+    router: Router,
+    /// Messages for the dispatcher that found no room while a read was
+    /// routed (routing never waits); dispatched, waiting, right after it.
+    overflow: Vec<Incoming>,
+}
+
+impl Route for SessionRoute {
+    fn read(&mut self, bytes: &[u8], at: u64) {
+        Counters::add(
+            &self.router.shared.counters.stdout_bytes,
+            bytes.len() as u64,
+        );
+        self.router.tap(bytes, at);
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        self.router.on_event(event, &mut self.overflow);
+    }
+
+    async fn after_read(&mut self, _: &[u8], _: u64) {
+        for message in self.overflow.drain(..) {
+            self.router.dispatch(message).await;
+        }
+        // The messages of one read cross to the caller together.
+        self.router.dispatcher.flush();
+    }
 }
 
 struct Router {

@@ -1,0 +1,80 @@
+//! The framing reader: reads a pipe for as long as it is open, pushes every
+//! read through a [`FramerBackend`] and hands the events to a [`Route`].
+//!
+//! The loop itself never stops reading to wait for anyone: routing an event
+//! never waits, and the only wait is the route's own, once per read, on a
+//! bound it chose (the session's dispatcher, the proxy's queue towards a
+//! slow peer). What the events mean is the route's: the session answers its
+//! callers, the proxy forwards.
+
+use std::future::Future;
+use std::io;
+
+use drainpipe_framer::Event;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::backend::{BackendError, FramerBackend};
+
+/// What a reader does with what it reads.
+pub(crate) trait Route {
+    /// One read, at stream offset `at`, before its events: the condensing
+    /// tap sees a line's bytes by the time its event comes.
+    fn read(&mut self, bytes: &[u8], at: u64);
+    /// One event of the framer, in stream order. Never waits.
+    fn event(&mut self, event: Event<'_>);
+    /// After a read's events (`bytes` is that read; empty after the last
+    /// events, at the end of the stream): hands on what they produced, and
+    /// may wait for room to do so.
+    fn after_read(&mut self, bytes: &[u8], at: u64) -> impl Future<Output = ()> + Send;
+}
+
+/// Why a reader ended.
+#[derive(Debug)]
+pub(crate) enum ReadEnd {
+    /// End of file; the framer's last events were routed and handed on.
+    Eof,
+    /// A read failed: the stream ended there, as at end of file (a line cut
+    /// by it is reported truncated).
+    ReadFailed(io::Error),
+    /// The framer failed on a read (only the sandboxed one can); that
+    /// read's remaining events and the rest of the stream were not routed.
+    Framer(BackendError),
+    /// The framer failed at the end of the stream; the events it gave
+    /// before failing were routed but not handed on.
+    Finish(BackendError),
+}
+
+/// Reads `input` in chunks of `chunk_bytes` to its end (or a failure),
+/// routing every event.
+pub(crate) async fn read_framed(
+    mut input: impl AsyncRead + Unpin,
+    framer: &mut dyn FramerBackend,
+    chunk_bytes: usize,
+    route: &mut impl Route,
+) -> ReadEnd {
+    // Stream offset of the next byte read.
+    let mut position = 0u64;
+    let mut chunk = vec![0u8; chunk_bytes.max(1)];
+    let failed = loop {
+        let n = match input.read(&mut chunk).await {
+            Ok(0) => break None,
+            Ok(n) => n,
+            Err(error) => break Some(error),
+        };
+        let (bytes, at) = (&chunk[..n], position);
+        position += n as u64;
+        route.read(bytes, at);
+        if let Err(error) = framer.push_each(bytes, &mut |event| route.event(event)) {
+            return ReadEnd::Framer(error);
+        }
+        route.after_read(bytes, at).await;
+    };
+    if let Err(error) = framer.finish_each(&mut |event| route.event(event)) {
+        return ReadEnd::Finish(error);
+    }
+    route.after_read(&[], position).await;
+    match failed {
+        Some(error) => ReadEnd::ReadFailed(error),
+        None => ReadEnd::Eof,
+    }
+}
