@@ -3,6 +3,8 @@
 //!
 //! - [`process`]: spawning in its own process group, signalling the group,
 //!   reaping, stopping in steps (end of input, SIGTERM, SIGKILL).
+//! - [`in_flight`]: the requests in flight and those ended unanswered, and
+//!   when a response without an id may be pinned on one.
 //! - [`jsonrpc`]: the JSON-RPC lines drainpipe writes itself and their codes.
 //! - [`reader`]: the framing reader, over a `FramerBackend` (native or the
 //!   component), that never stops reading.
@@ -13,6 +15,7 @@
 //! What each side does with the messages (a session routes answers to its
 //! callers, the proxy forwards them) stays in `session/` and `proxy/`.
 
+pub(crate) mod in_flight;
 pub(crate) mod jsonrpc;
 pub(crate) mod process;
 pub(crate) mod reader;

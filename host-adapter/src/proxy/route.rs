@@ -9,7 +9,6 @@
 //! allocation of its own; only messages with an id or a rejection are
 //! looked at further.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -20,6 +19,7 @@ use drainpipe_framer::{Envelope, Event, Id, JsonError, JsonErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{BackendError, FramerBackend, NativeFramer};
+use crate::pipe::in_flight::InFlight as Table;
 use crate::pipe::reader::{ReadEnd, Route, read_framed};
 use tokio::io::AsyncRead;
 use tokio::sync::Semaphore;
@@ -45,17 +45,8 @@ use crate::pipe::jsonrpc::{
 /// host's own spelling, for the proxy's answers, and whether it is a
 /// `tools/call` (whose result may be condensed). Every method takes an id
 /// token as written by either peer.
-#[derive(Debug, Default)]
-pub(crate) struct InFlight {
-    requests: HashMap<Vec<u8>, (Vec<u8>, Kind)>,
-    /// Requests the host cancelled, whose answer may still come. While
-    /// there are any, a response that names no id is not pinned on the
-    /// one request in flight (see [`InFlight::sole`]).
-    cancelled: HashSet<Vec<u8>>,
-    /// More were cancelled than `cancelled` keeps: attribution without an
-    /// id stops for good.
-    cancelled_overflowed: bool,
-}
+#[derive(Debug)]
+pub(crate) struct InFlight(Table<Vec<u8>, (Vec<u8>, Kind)>);
 
 /// The key an id token is matched by.
 fn key_of(token: &[u8]) -> Vec<u8> {
@@ -67,75 +58,65 @@ fn key_of(token: &[u8]) -> Vec<u8> {
     id.canonical()
 }
 
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight(Table::new(Self::MAX_TRACKED, Self::MAX_TRACKED))
+    }
+}
+
 impl InFlight {
-    /// Requests tracked at most; past this, new ones are forwarded untracked
-    /// (no condensing, no error at exit). Bounds the proxy's **memory**
-    /// against a host that never reads answers.
+    /// Requests tracked at most, and cancelled ones remembered at most;
+    /// past the first, new ones are forwarded untracked (no condensing, no
+    /// error at exit). Bounds the proxy's **memory** against a host that
+    /// never reads answers.
     pub(crate) const MAX_TRACKED: usize = 65_536;
 
     fn insert(&mut self, id: Vec<u8>, kind: Kind) -> bool {
-        if self.requests.len() >= Self::MAX_TRACKED {
-            return false;
-        }
-        self.requests.insert(key_of(&id), (id, kind));
-        true
+        self.0.insert(key_of(&id), (id, kind))
     }
 
     /// Ends `id`; gives the host's spelling of it and what it asked, if it
     /// was in flight.
     fn take(&mut self, id: &[u8]) -> Option<(Vec<u8>, Kind)> {
-        self.requests.remove(&key_of(id))
+        self.0.answered(&key_of(id))
     }
 
     /// Whether `id` is a `tools/call` in flight.
     fn is_tool_call(&self, id: &[u8]) -> bool {
-        self.requests
+        self.0
             .get(&key_of(id))
             .is_some_and(|&(_, kind)| kind == Kind::ToolCall)
     }
 
     /// Whether any `tools/call` is waiting for its answer.
     pub(crate) fn has_tool_call(&self) -> bool {
-        self.requests
-            .values()
-            .any(|&(_, kind)| kind == Kind::ToolCall)
+        self.0.values().any(|&(_, kind)| kind == Kind::ToolCall)
     }
 
     /// The host cancelled `id`: the server need not answer it, but may.
     fn cancel(&mut self, id: &[u8]) {
-        let key = key_of(id);
-        if self.requests.remove(&key).is_none() {
-            return;
-        }
-        if self.cancelled.len() < Self::MAX_TRACKED {
-            self.cancelled.insert(key);
-        } else {
-            self.cancelled_overflowed = true;
-        }
+        self.0.end_unanswered(&key_of(id));
     }
 
     /// A response for `id` arrived while it was not in flight.
     fn answered_late(&mut self, id: &[u8]) {
-        self.cancelled.remove(&key_of(id));
+        self.0.answered_late(&key_of(id));
     }
 
     /// The request a response that names no id must be answering (its
-    /// host's spelling): the only one in flight, when no cancelled one may
-    /// still be answered.
+    /// host's spelling; see [`Table::sole`]).
     fn sole(&self) -> Option<Vec<u8>> {
-        if self.requests.len() != 1 || !self.cancelled.is_empty() || self.cancelled_overflowed {
-            return None;
-        }
-        self.requests
-            .values()
-            .next()
-            .map(|(token, _)| token.clone())
+        self.0.sole().map(|(_, (token, _))| token.clone())
     }
 
     /// Empties the table; returns the ids that were still waiting, as the
     /// host wrote them.
     pub(crate) fn drain(&mut self) -> Vec<Vec<u8>> {
-        self.requests.drain().map(|(_, (token, _))| token).collect()
+        self.0
+            .drain()
+            .into_iter()
+            .map(|(_, (token, _))| token)
+            .collect()
     }
 }
 

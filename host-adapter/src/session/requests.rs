@@ -7,7 +7,6 @@
 //! A response whose id is no longer in the map is dropped and counted, so it
 //! can never reach another caller.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +17,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::Shared;
+use crate::pipe::in_flight::InFlight;
 
 /// The id the session gave a request. Ids are numbers, unique per session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -157,122 +157,101 @@ impl CallError {
 /// What the reader or a failure path puts in a request's slot.
 pub(crate) type Delivery = Result<Vec<u8>, CallError>;
 
-/// The map from request id to the slot of the caller waiting for it.
-#[derive(Debug, Default)]
-pub(crate) struct PendingMap {
-    slots: HashMap<u64, oneshot::Sender<Delivery>>,
-    /// The content budgets of the calls that asked for condensing.
-    condense: HashMap<u64, usize>,
-    /// Requests that ended without the server's answer (timed out,
-    /// cancelled, abandoned), whose answer may still come. While there are
-    /// any, a response that names no id cannot be said to be the one
-    /// pending request's: see [`PendingMap::sole_pending`].
-    unanswered: HashSet<u64>,
-    /// More requests ended unanswered than `unanswered` keeps: from then on
-    /// no response is attributed without its id.
-    unanswered_overflowed: bool,
+/// The map from request id to the slot of the caller waiting for it, on
+/// the in-flight table shared with the proxy.
+#[derive(Debug)]
+pub(crate) struct PendingMap(InFlight<u64, Slot>);
+
+/// What a pending call keeps: where its outcome goes, and the content
+/// budget it asked for condensing to.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    tx: oneshot::Sender<Delivery>,
+    condense: Option<usize>,
+}
+
+impl Default for PendingMap {
+    fn default() -> Self {
+        // Calls are bounded by `SessionConfig::max_in_flight` before they
+        // get here.
+        PendingMap(InFlight::new(usize::MAX, Self::MAX_UNANSWERED))
+    }
 }
 
 impl PendingMap {
+    /// Requests ended unanswered that are remembered, at most. Bounds the
+    /// **memory** of a session whose server never answers what it was told
+    /// to cancel; past it, attribution without an id stops for good.
+    const MAX_UNANSWERED: usize = 4096;
+
     pub(crate) fn insert(
         &mut self,
         id: u64,
         condense: Option<usize>,
     ) -> oneshot::Receiver<Delivery> {
         let (tx, rx) = oneshot::channel();
-        self.slots.insert(id, tx);
-        if let Some(budget) = condense {
-            self.condense.insert(id, budget);
-        }
+        self.0.insert(id, Slot { tx, condense });
         rx
     }
 
     /// The content budget `id` asked for, if it is pending and asked.
     pub(crate) fn condense_budget(&self, id: u64) -> Option<usize> {
-        self.condense.get(&id).copied()
+        self.0.get(&id).and_then(|slot| slot.condense)
     }
 
     /// The largest content budget among the pending calls.
     pub(crate) fn largest_condense_budget(&self) -> Option<usize> {
-        self.condense.values().copied().max()
+        self.0.values().filter_map(|slot| slot.condense).max()
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.slots.len()
+        self.0.len()
     }
 
     /// Delivers the outcome of `id` if it is still pending. Returns false when
     /// it was not (already ended) or its caller has gone away.
     pub(crate) fn complete(&mut self, id: u64, outcome: Delivery) -> bool {
-        self.condense.remove(&id);
-        match self.slots.remove(&id) {
-            Some(slot) => slot.send(outcome).is_ok(),
-            None => false,
-        }
+        self.0
+            .answered(&id)
+            .is_some_and(|slot| slot.tx.send(outcome).is_ok())
     }
 
     /// Ends `id` with `error` before the server answered (a cancellation):
-    /// its answer may still come. Returns false when it was not pending.
+    /// its answer may still come. Returns false when it was not pending or
+    /// its caller has gone away.
     pub(crate) fn end_unanswered(&mut self, id: u64, error: CallError) -> bool {
-        let ended = self.complete(id, Err(error));
-        if ended {
-            self.note_unanswered(id);
-        }
-        ended
+        self.0
+            .end_unanswered(&id)
+            .is_some_and(|slot| slot.tx.send(Err(error)).is_ok())
     }
 
     /// Removes `id` without delivering (the caller is ending it itself,
     /// without the server's answer).
     pub(crate) fn take(&mut self, id: u64) -> bool {
-        self.condense.remove(&id);
-        let taken = self.slots.remove(&id).is_some();
-        if taken {
-            self.note_unanswered(id);
-        }
-        taken
+        self.0.end_unanswered(&id).is_some()
     }
 
     /// Ends every pending request with a copy of `error` (none of them
     /// answered by the server); returns their ids.
     pub(crate) fn fail_all(&mut self, error: &CallError) -> Vec<u64> {
-        let mut ids = Vec::with_capacity(self.slots.len());
-        for (id, slot) in self.slots.drain() {
-            let _ = slot.send(Err(error.clone()));
+        let ended = self.0.end_all_unanswered();
+        let mut ids = Vec::with_capacity(ended.len());
+        for (id, slot) in ended {
+            let _ = slot.tx.send(Err(error.clone()));
             ids.push(id);
-        }
-        self.condense.clear();
-        for &id in &ids {
-            self.note_unanswered(id);
         }
         ids
     }
 
-    /// Requests ended unanswered that are remembered, at most. Bounds the
-    /// **memory** of a session whose server never answers what it was told
-    /// to cancel; past it, attribution without an id stops for good.
-    const MAX_UNANSWERED: usize = 4096;
-
-    fn note_unanswered(&mut self, id: u64) {
-        if self.unanswered.len() < Self::MAX_UNANSWERED {
-            self.unanswered.insert(id);
-        } else {
-            self.unanswered_overflowed = true;
-        }
-    }
-
     /// The server's late answer to `id` arrived (and was dropped).
     pub(crate) fn answered_late(&mut self, id: u64) {
-        self.unanswered.remove(&id);
+        self.0.answered_late(&id);
     }
 
-    /// The one request a response that names no id must be answering: the
-    /// only one pending, when no ended request may still be answered.
-    /// `None` when that is not certain.
+    /// The one request a response that names no id must be answering (see
+    /// [`InFlight::sole`]).
     pub(crate) fn sole_pending(&self) -> Option<u64> {
-        if self.slots.len() != 1 || !self.unanswered.is_empty() || self.unanswered_overflowed {
-            return None;
-        }
-        self.slots.keys().next().copied()
+        self.0.sole().map(|(&id, _)| id)
     }
 }
 
