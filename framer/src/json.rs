@@ -562,7 +562,25 @@ impl Validator {
                                 }
                                 self.start_key()
                             }
-                            b'"' => self.start_key(),
+                            b'"' => {
+                                // A top-level key: when it ends in this piece
+                                // without an escape, match it where it lies.
+                                let start = i + 1;
+                                let run = plain_run(&bytes[start..]);
+                                if bytes.get(start + run) != Some(&b'"') {
+                                    self.start_key()
+                                } else {
+                                    self.field =
+                                        self.top_field(run, key_word(&bytes[start..], run));
+                                    i = start + run + 1;
+                                    state = State::Colon;
+                                    if bytes.get(i) == Some(&b':') {
+                                        state = State::Value;
+                                        i += 1;
+                                    }
+                                    continue;
+                                }
+                            }
                             b'}' if state == State::ObjectFirst => self.close(),
                             _ => break Err((UnexpectedByte, i)),
                         };
@@ -791,35 +809,58 @@ impl Validator {
 
     /// A top-level key ended: decide what its value means for the envelope.
     fn end_top_key(&mut self) -> State {
-        let key = if self.key_too_long {
-            &[][..]
+        let len = if self.key_too_long {
+            usize::MAX
         } else {
-            &self.key[..usize::from(self.key_len)]
+            usize::from(self.key_len)
         };
-        self.field = match key {
-            b"jsonrpc" => {
+        let word = u64::from_le_bytes(self.key) & low_bytes(len.min(KEY_BYTES));
+        self.field = self.top_field(len, word);
+        State::Colon
+    }
+
+    /// What the value of the top-level key of `len` bytes that `word` holds
+    /// (see [`key_word`]) means for the envelope; notes `result` and
+    /// `error`, forgets an earlier field of the same key.
+    #[inline(always)]
+    fn top_field(&mut self, len: usize, word: u64) -> Field {
+        const fn word_of(key: &[u8]) -> u64 {
+            let mut bytes = [0; 8];
+            let mut k = 0;
+            while k < key.len() {
+                bytes[k] = key[k];
+                k += 1;
+            }
+            u64::from_le_bytes(bytes)
+        }
+        const JSONRPC: u64 = word_of(b"jsonrpc");
+        const ID: u64 = word_of(b"id");
+        const METHOD: u64 = word_of(b"method");
+        const RESULT: u64 = word_of(b"result");
+        const ERROR: u64 = word_of(b"error");
+        match (len, word) {
+            (7, JSONRPC) => {
                 self.jsonrpc = None;
                 Field::JsonRpc
             }
-            b"id" => {
+            (2, ID) => {
                 self.id = None;
                 Field::Id
             }
-            b"method" => {
+            (6, METHOD) => {
                 self.method = None;
                 Field::Method
             }
-            b"result" => {
+            (6, RESULT) => {
                 self.has_result = true;
                 Field::Other
             }
-            b"error" => {
+            (5, ERROR) => {
                 self.has_error = true;
                 Field::Other
             }
             _ => Field::Other,
-        };
-        State::Colon
+        }
     }
 
     /// The first byte `b` (at `i`) of a value: the state that reads the rest.
@@ -1058,6 +1099,26 @@ fn block_masks(block: &[u8; 64]) -> (u64, u64) {
     (stop, backslash)
 }
 
+/// The `n` lowest bytes of a word set (`n <= 8`).
+#[inline(always)]
+fn low_bytes(n: usize) -> u64 {
+    u64::MAX.checked_shr(64 - 8 * n as u32).unwrap_or(0)
+}
+
+/// The first `len` bytes of `s` (at most eight count) as a little-endian
+/// word with zeros after them: with the length, how the peek compares keys.
+#[inline(always)]
+fn key_word(s: &[u8], len: usize) -> u64 {
+    let len = len.min(KEY_BYTES);
+    match s.get(..8) {
+        Some(head) => u64::from_le_bytes(head.try_into().expect("eight bytes")) & low_bytes(len),
+        None => s[..len]
+            .iter()
+            .rev()
+            .fold(0, |word, &b| (word << 8) | u64::from(b)),
+    }
+}
+
 /// Whether all four bytes are hex digits (`\uXXXX`), without a loop.
 #[inline(always)]
 fn is_hex4(h: &[u8]) -> bool {
@@ -1238,6 +1299,61 @@ mod tests {
                 assert_eq!(whole.is_ok(), peer, "{line}");
             }
         }
+    }
+
+    /// Feeds `line` cut at `cuts` (ascending) and finishes it: the verdict
+    /// and the envelope's offsets.
+    fn feed_cut(line: &[u8], cuts: &[usize]) -> (Result<(), JsonError>, EnvelopeOffsets) {
+        let mut v = Validator::new(128);
+        let mut from = 0;
+        let mut verdict = Ok(());
+        for &cut in cuts.iter().chain([&line.len()]) {
+            verdict = verdict.and_then(|_| v.feed(&line[from..cut]));
+            from = cut;
+        }
+        (verdict.and_then(|_| v.finish()), v.envelope_offsets())
+    }
+
+    /// Top-level keys the peek must tell apart (lengths around the eight
+    /// bytes compared at once, escapes, a zero byte, the end of the piece):
+    /// whole, cut anywhere in two and byte by byte they give the same
+    /// verdict and envelope.
+    #[test]
+    fn top_level_keys_at_any_split() {
+        let lines: &[&[u8]] = &[
+            br#"{"id":1,"jsonrpc":"2.0","method":"m","result":{},"error":{}}"#,
+            br#"{"id\u0000":1,"ids":2,"i":3,"jsonrpc2":"x","methods":"y"}"#,
+            br#"{"i\u0064":4,"abcdefgh":1,"abcdefghi":2,"resul":3,"errors":5}"#,
+            br#"{"\u006ad":1,"json\/rpc":2,"method":"a","method":[1]}"#,
+            br#"{"id":"a","id":7,"jsonrpc":"1.0","jsonrpc":3}"#,
+            br#"{"":1,"d":2,"\"id":3,"id"  :  "x" , "method":"y"}"#,
+            br#"{"id""#,
+            br#"{"id":"#,
+            br#"{"jsonrpc"#,
+            b"{\"id\x01\":1}",
+            br#"{"id" 1}"#,
+        ];
+        for line in lines {
+            let whole = feed_cut(line, &[]);
+            let bytewise = feed_cut(line, &(1..line.len()).collect::<Vec<_>>());
+            assert_eq!(whole, bytewise, "{}", String::from_utf8_lossy(line));
+            for cut in 0..=line.len() {
+                assert_eq!(
+                    feed_cut(line, &[cut]),
+                    whole,
+                    "cut {cut}: {}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
+        let (verdict, env) = feed_cut(lines[0], &[]);
+        assert!(verdict.is_ok() && env.has_result && env.has_error);
+        assert_eq!(env.id, Some((IdKind::Number, (6, 1))));
+        let (_, env) = feed_cut(lines[1], &[]);
+        assert_eq!((env.id, env.jsonrpc, env.method), (None, None, None));
+        let (_, env) = feed_cut(lines[2], &[]);
+        assert_eq!(env.id, Some((IdKind::Number, (11, 1))));
+        assert!(!env.has_result && !env.has_error);
     }
 
     #[test]
