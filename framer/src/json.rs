@@ -498,6 +498,25 @@ impl Validator {
                         if num == Num::Int {
                             // The integer part (ids, counts): nothing to track.
                             i += bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+                            // An integer (the common number) ends at any byte
+                            // but a fraction's or an exponent's: what follows
+                            // is read as after any value, `,` right here.
+                            match bytes.get(i) {
+                                Some(b'.' | b'e' | b'E') | None => {}
+                                Some(&c) => {
+                                    self.end_token(i);
+                                    state = State::After;
+                                    if c == b',' {
+                                        state = if self.top_is_object() {
+                                            State::ObjectKey
+                                        } else {
+                                            State::Value
+                                        };
+                                        i += 1;
+                                    }
+                                    continue;
+                                }
+                            }
                         }
                         loop {
                             let Some(&b) = bytes.get(i) else {
@@ -1403,6 +1422,45 @@ mod tests {
                             String::from_utf8_lossy(line)
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// Integers ended by every kind of byte (a comma, brackets, whitespace,
+    /// a fraction, an exponent, garbage), as ids and nested: every cut of
+    /// the line in two gives the verdict and envelope of the line read byte
+    /// by byte, and `serde_json` agrees on which lines are valid.
+    #[test]
+    fn integers_end_at_any_split() {
+        let ends: &[&str] = &[
+            ",", "}", "]", " ", ".5", "e3", "E+3", "x", "\"", ":", "0", "-",
+        ];
+        for int in ["7", "12", "-3", "0", "90"] {
+            for end in ends {
+                for line in [
+                    format!(r#"{{"id":{int}{end}"a":1}}"#),
+                    format!(r#"{{"id":{int}{end}}}"#),
+                    format!(r#"{{"a":[{int}{end}2],"b":{{"c":{int}{end}"d":{int}}}}}"#),
+                    format!(r#"{{"a":[{int}{end}]}}"#),
+                ] {
+                    let line = line.as_bytes();
+                    let bytewise = feed_cut(line, &(1..line.len()).collect::<Vec<_>>());
+                    for cut in 0..=line.len() {
+                        assert_eq!(
+                            feed_cut(line, &[cut]),
+                            bytewise,
+                            "cut {cut}: {}",
+                            String::from_utf8_lossy(line)
+                        );
+                    }
+                    let peer = serde_json::from_slice::<serde_json::Value>(line).is_ok();
+                    assert_eq!(
+                        bytewise.0.is_ok(),
+                        peer,
+                        "{}",
+                        String::from_utf8_lossy(line)
+                    );
                 }
             }
         }
