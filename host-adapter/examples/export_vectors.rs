@@ -6,7 +6,7 @@
 //! `<dir>/framer.wasm`, `<dir>/drainpipe.wasm` (framer and budget) and
 //! `<dir>/vectors.json`; with `--bench-data` also
 //! the benchmark workloads `<dir>/large.bin` and `<dir>/small.bin` (the
-//! same bytes `cargo bench -p drainpipe-host --bench component` uses).
+//! same bytes `cargo bench -p drainpipe-bench --bench component` uses).
 //!
 //! Bytes are base64 in the JSON; offsets and counters are plain numbers
 //! (every corpus stream is far below 2^53 bytes).

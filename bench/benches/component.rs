@@ -7,7 +7,7 @@
 //! process writes the *large* workload into a real pipe and this process
 //! drains it, alone and while framing it natively or in the component.
 //!
-//! `cargo bench -p drainpipe-host --bench component`
+//! `cargo bench -p drainpipe-bench --bench component`
 
 use std::hint::black_box;
 use std::io::{Read, Write};

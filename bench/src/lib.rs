@@ -1,0 +1,1 @@
+//! Nothing to link: the benchmarks are in `benches/`.
