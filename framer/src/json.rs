@@ -1191,6 +1191,25 @@ pub(crate) const fn simple_escape(b: u8) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `line` fed whole and one byte at a time gives the same verdict at
+    /// the same offset, and `serde_json` agrees on whether it is valid.
+    fn assert_whole_bytewise_and_peer_agree(line: &str) {
+        let whole = {
+            let mut v = Validator::new(128);
+            v.feed(line.as_bytes()).and_then(|_| v.finish())
+        };
+        let bytewise = {
+            let mut v = Validator::new(128);
+            line.as_bytes()
+                .iter()
+                .try_for_each(|b| v.feed(core::slice::from_ref(b)))
+                .and_then(|_| v.finish())
+        };
+        assert_eq!(whole, bytewise, "{line}");
+        let peer = serde_json::from_str::<serde_json::Value>(line).is_ok();
+        assert_eq!(whole.is_ok(), peer, "{line}");
+    }
     use alloc::format;
     use alloc::string::String;
 
@@ -1260,20 +1279,7 @@ mod tests {
                         format!(r#"{{"a":"{text}","b":1}}"#),
                         format!(r#"{{"a":{{"{text}":1}}}}"#),
                     ] {
-                        let whole = {
-                            let mut v = Validator::new(128);
-                            v.feed(line.as_bytes()).and_then(|_| v.finish())
-                        };
-                        let bytewise = {
-                            let mut v = Validator::new(128);
-                            line.as_bytes()
-                                .iter()
-                                .try_for_each(|b| v.feed(core::slice::from_ref(b)))
-                                .and_then(|_| v.finish())
-                        };
-                        assert_eq!(whole, bytewise, "{line}");
-                        let peer = serde_json::from_str::<serde_json::Value>(&line).is_ok();
-                        assert_eq!(whole.is_ok(), peer, "{line}");
+                        assert_whole_bytewise_and_peer_agree(&line);
                     }
                 }
             }
@@ -1314,20 +1320,7 @@ mod tests {
                 format!(r#"{{"a":"{text}","b":1}}"#),
                 format!(r#"{{"a":{{"{text}":1}}}}"#),
             ] {
-                let whole = {
-                    let mut v = Validator::new(128);
-                    v.feed(line.as_bytes()).and_then(|_| v.finish())
-                };
-                let bytewise = {
-                    let mut v = Validator::new(128);
-                    line.as_bytes()
-                        .iter()
-                        .try_for_each(|b| v.feed(core::slice::from_ref(b)))
-                        .and_then(|_| v.finish())
-                };
-                assert_eq!(whole, bytewise, "{line}");
-                let peer = serde_json::from_str::<serde_json::Value>(&line).is_ok();
-                assert_eq!(whole.is_ok(), peer, "{line}");
+                assert_whole_bytewise_and_peer_agree(&line);
             }
         }
     }
