@@ -48,6 +48,9 @@ if [ -f tests/peers/setup.sh ]; then
 fi
 (cd host-adapter/js && npm ci --no-audit --no-fund --loglevel=error)
 
+step "every target compiles (benches and examples included)"
+cargo check --quiet --workspace --all-targets
+
 step "cargo test (workspace, default features)"
 DRAINPIPE_REQUIRE_PEERS=1 cargo test --workspace
 
