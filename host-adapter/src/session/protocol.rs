@@ -182,10 +182,12 @@ pub enum NegotiateError {
 }
 
 impl Session {
-    /// Runs the handshake for `protocol` on this session (see the
-    /// [module docs](self)). In the 2026-07-28 era every later request of this
-    /// session carries the envelope in `params._meta` (keys the caller set
-    /// there are kept); in the 2025 era `notifications/initialized` is sent.
+    /// Runs the handshake for `protocol` on this session. Revision
+    /// 2026-07-28 has none: the client probes with `server/discover`, and
+    /// every later request of this session carries the protocol envelope in
+    /// `params._meta` (keys the caller set there are kept); the 2025
+    /// revisions open with `initialize`, then `notifications/initialized` is
+    /// sent.
     ///
     /// With [`Protocol::Auto`], a server that answers `server/discover` with
     /// an error or without 2026-07-28 is asked `initialize`; one that ended
