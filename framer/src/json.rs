@@ -420,231 +420,248 @@ impl Validator {
         let outcome = loop {
             let scanned: Result<(), (JsonErrorKind, usize)> = 'scan: loop {
                 let Some(&b) = bytes.get(i) else { break Ok(()) };
-                match state {
-                    State::Str => loop {
-                        // Stay in the string across escapes: they are frequent
-                        // in real text and need no trip through the dispatcher.
-                        i += string_run(bytes, i);
-                        match bytes.get(i) {
-                            None => break,
-                            Some(b'"') => {
-                                state = self.end_string(i);
-                                // Minified JSON: `":` and `",` follow at once;
-                                // take them here rather than through the loop.
-                                match (state, bytes.get(i + 1)) {
-                                    (State::Colon, Some(b':')) => {
-                                        state = State::Value;
-                                        i += 1;
+                // The states a member's key, value and string pass through
+                // one after the other are laid out in that order below the
+                // dispatch, so that each falls into the next without it.
+                'string: {
+                    'value: {
+                        match state {
+                            State::Str => break 'string,
+                            State::Key => {
+                                let run = plain_run(bytes, i);
+                                self.push_key_bytes(&bytes[i..i + run]);
+                                i += run;
+                                match bytes.get(i) {
+                                    None => {}
+                                    Some(b'"') => {
+                                        state = self.end_top_key();
+                                        if bytes.get(i + 1) == Some(&b':') {
+                                            state = State::Value;
+                                            i += 1;
+                                        }
                                     }
-                                    (State::After, Some(b',')) => {
-                                        state = if self.top_is_object() {
-                                            State::ObjectKey
-                                        } else {
-                                            State::Value
-                                        };
-                                        i += 1;
-                                    }
-                                    (State::After, Some(&c @ (b'}' | b']')))
-                                        if (c == b'}') == self.top_is_object() =>
-                                    {
-                                        state = self.close();
-                                        i += 1;
-                                    }
-                                    _ => {}
+                                    Some(b'\\') => state = State::KeyEscape,
+                                    Some(_) => break 'scan Err((ControlInString, i)),
                                 }
+                                i += 1;
+                            }
+                            State::Num => {
+                                // Digits are the common case: take them in a tight loop.
+                                let mut num = self.num;
+                                if num == Num::Int {
+                                    // The integer part (ids, counts): nothing to track.
+                                    i += bytes[i..]
+                                        .iter()
+                                        .take_while(|b| b.is_ascii_digit())
+                                        .count();
+                                    // An integer (the common number) ends at any byte
+                                    // but a fraction's or an exponent's: what follows
+                                    // is read as after any value, `,` right here.
+                                    match bytes.get(i) {
+                                        Some(b'.' | b'e' | b'E') | None => {}
+                                        Some(&c) => {
+                                            self.end_token(i);
+                                            state = State::After;
+                                            if c == b',' {
+                                                state = if self.top_is_object() {
+                                                    State::ObjectKey
+                                                } else {
+                                                    State::Value
+                                                };
+                                                i += 1;
+                                            }
+                                            continue 'scan;
+                                        }
+                                    }
+                                }
+                                loop {
+                                    let Some(&b) = bytes.get(i) else {
+                                        self.num = num;
+                                        break;
+                                    };
+                                    num = match (num, b) {
+                                        (Num::Minus, b'0') => Num::Zero,
+                                        (Num::Minus, b'1'..=b'9') => Num::Int,
+                                        (Num::Int, b'0'..=b'9') => Num::Int,
+                                        (Num::Zero | Num::Int, b'.') => Num::Dot,
+                                        (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
+                                        (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
+                                        (Num::Exp, b'+' | b'-') => Num::ExpSign,
+                                        (Num::Exp | Num::ExpSign | Num::ExpDigits, b'0'..=b'9') => {
+                                            Num::ExpDigits
+                                        }
+                                        (num, _) if num.complete() && !b.is_ascii_digit() => {
+                                            // The number ended; `b` belongs to what follows.
+                                            self.end_token(i);
+                                            state = State::After;
+                                            break;
+                                        }
+                                        _ => break,
+                                    };
+                                    i += 1;
+                                }
+                                if state == State::Num && i < n {
+                                    break 'scan Err((InvalidNumber, i));
+                                }
+                            }
+                            State::StrEscape
+                            | State::StrHex
+                            | State::KeyEscape
+                            | State::KeyHex
+                            | State::Literal => match self.rare_step(state, bytes, i) {
+                                Ok((next, at)) => (state, i) = (next, at),
+                                Err(e) => break 'scan Err(e),
+                            },
+                            State::Start => {
+                                if b != b'{' {
+                                    break 'scan Err((TopLevelNotObject, i));
+                                }
+                                match self.open(true) {
+                                    Some(next) => state = next,
+                                    None => break 'scan Err((DepthLimit, i)),
+                                }
+                                i += 1;
+                            }
+                            State::ObjectFirst | State::ObjectKey => {
+                                state = match b {
+                                    b'"' if self.depth > 1 => {
+                                        // A nested key: scan it right here.
+                                        let start = i + 1;
+                                        let run = plain_run(bytes, start);
+                                        if bytes.get(start + run) == Some(&b'"')
+                                            && bytes.get(start + run + 1) == Some(&b':')
+                                        {
+                                            i = start + run + 2;
+                                            state = State::Value;
+                                            break 'value;
+                                        }
+                                        self.start_key()
+                                    }
+                                    b'"' => {
+                                        // A top-level key: when it ends in this piece
+                                        // without an escape, match it where it lies.
+                                        let start = i + 1;
+                                        let run = plain_run(bytes, start);
+                                        if bytes.get(start + run) != Some(&b'"') {
+                                            self.start_key()
+                                        } else {
+                                            self.field =
+                                                self.top_field(run, key_word(&bytes[start..], run));
+                                            i = start + run + 1;
+                                            state = State::Colon;
+                                            if bytes.get(i) == Some(&b':') {
+                                                state = State::Value;
+                                                i += 1;
+                                                break 'value;
+                                            }
+                                            continue 'scan;
+                                        }
+                                    }
+                                    b'}' if state == State::ObjectFirst => self.close(),
+                                    _ => break 'scan Err((UnexpectedByte, i)),
+                                };
+                                i += 1;
+                            }
+                            State::Colon => {
+                                if b != b':' {
+                                    break 'scan Err((UnexpectedByte, i));
+                                }
+                                state = State::Value;
+                                i += 1;
+                                break 'value;
+                            }
+                            State::Value | State::ArrayFirst => break 'value,
+                            State::After => {
+                                let in_object = self.top_is_object();
+                                state = match b {
+                                    b',' if in_object => State::ObjectKey,
+                                    b',' => State::Value,
+                                    b'}' if in_object => self.close(),
+                                    b']' if !in_object => self.close(),
+                                    _ => break 'scan Err((UnexpectedByte, i)),
+                                };
+                                i += 1;
+                            }
+                            State::Done => break 'scan Err((TrailingCharacters, i)),
+                        }
+                        continue 'scan;
+                    }
+                    // A value (after `:`, after `,` or `[` in an array) starts at
+                    // `bytes[i]`, if the piece goes on.
+                    let Some(&b) = bytes.get(i) else {
+                        continue 'scan;
+                    };
+                    state = if b == b']' && state == State::ArrayFirst {
+                        self.close()
+                    } else if self.depth > 1 && (b == b'"' || b.is_ascii_digit()) {
+                        // Below the top level nothing is recorded: the two
+                        // commonest value starts skip the envelope logic.
+                        if b == b'"' {
+                            self.in_key = false;
+                            State::Str
+                        } else {
+                            self.num = if b == b'0' { Num::Zero } else { Num::Int };
+                            State::Num
+                        }
+                    } else {
+                        match self.start_value(b, i) {
+                            Ok(next) => next,
+                            Err(kind) => break 'scan Err((kind, i)),
+                        }
+                    };
+                    i += 1;
+                    if state != State::Str {
+                        continue 'scan;
+                    }
+                }
+                loop {
+                    // Stay in the string across escapes: they are frequent
+                    // in real text and need no trip through the dispatcher.
+                    i += string_run(bytes, i);
+                    match bytes.get(i) {
+                        None => break,
+                        Some(b'"') => {
+                            state = self.end_string(i);
+                            // Minified JSON: `":` and `",` follow at once;
+                            // take them here rather than through the loop.
+                            match (state, bytes.get(i + 1)) {
+                                (State::Colon, Some(b':')) => {
+                                    state = State::Value;
+                                    i += 1;
+                                }
+                                (State::After, Some(b',')) => {
+                                    state = if self.top_is_object() {
+                                        State::ObjectKey
+                                    } else {
+                                        State::Value
+                                    };
+                                    i += 1;
+                                }
+                                (State::After, Some(&c @ (b'}' | b']')))
+                                    if (c == b'}') == self.top_is_object() =>
+                                {
+                                    state = self.close();
+                                    i += 1;
+                                }
+                                _ => {}
+                            }
+                            i += 1;
+                            break;
+                        }
+                        Some(b'\\') => match bytes.get(i + 1) {
+                            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                            Some(b'u') if bytes.get(i + 2..i + 6).is_some_and(is_hex4) => i += 6,
+                            Some(b'u') | None => {
+                                // The escape continues in the next piece (or
+                                // is bad): finish it byte by byte.
+                                state = State::StrEscape;
                                 i += 1;
                                 break;
                             }
-                            Some(b'\\') => match bytes.get(i + 1) {
-                                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
-                                    i += 2
-                                }
-                                Some(b'u') if bytes.get(i + 2..i + 6).is_some_and(is_hex4) => {
-                                    i += 6
-                                }
-                                Some(b'u') | None => {
-                                    // The escape continues in the next piece (or
-                                    // is bad): finish it byte by byte.
-                                    state = State::StrEscape;
-                                    i += 1;
-                                    break;
-                                }
-                                Some(_) => break 'scan Err((InvalidEscape, i + 1)),
-                            },
-                            Some(_) => break 'scan Err((ControlInString, i)),
-                        }
-                    },
-                    State::Key => {
-                        let run = plain_run(bytes, i);
-                        self.push_key_bytes(&bytes[i..i + run]);
-                        i += run;
-                        match bytes.get(i) {
-                            None => {}
-                            Some(b'"') => {
-                                state = self.end_top_key();
-                                if bytes.get(i + 1) == Some(&b':') {
-                                    state = State::Value;
-                                    i += 1;
-                                }
-                            }
-                            Some(b'\\') => state = State::KeyEscape,
-                            Some(_) => break Err((ControlInString, i)),
-                        }
-                        i += 1;
+                            Some(_) => break 'scan Err((InvalidEscape, i + 1)),
+                        },
+                        Some(_) => break 'scan Err((ControlInString, i)),
                     }
-                    State::Num => {
-                        // Digits are the common case: take them in a tight loop.
-                        let mut num = self.num;
-                        if num == Num::Int {
-                            // The integer part (ids, counts): nothing to track.
-                            i += bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
-                            // An integer (the common number) ends at any byte
-                            // but a fraction's or an exponent's: what follows
-                            // is read as after any value, `,` right here.
-                            match bytes.get(i) {
-                                Some(b'.' | b'e' | b'E') | None => {}
-                                Some(&c) => {
-                                    self.end_token(i);
-                                    state = State::After;
-                                    if c == b',' {
-                                        state = if self.top_is_object() {
-                                            State::ObjectKey
-                                        } else {
-                                            State::Value
-                                        };
-                                        i += 1;
-                                    }
-                                    continue;
-                                }
-                            }
-                        }
-                        loop {
-                            let Some(&b) = bytes.get(i) else {
-                                self.num = num;
-                                break;
-                            };
-                            num = match (num, b) {
-                                (Num::Minus, b'0') => Num::Zero,
-                                (Num::Minus, b'1'..=b'9') => Num::Int,
-                                (Num::Int, b'0'..=b'9') => Num::Int,
-                                (Num::Zero | Num::Int, b'.') => Num::Dot,
-                                (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
-                                (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
-                                (Num::Exp, b'+' | b'-') => Num::ExpSign,
-                                (Num::Exp | Num::ExpSign | Num::ExpDigits, b'0'..=b'9') => {
-                                    Num::ExpDigits
-                                }
-                                (num, _) if num.complete() && !b.is_ascii_digit() => {
-                                    // The number ended; `b` belongs to what follows.
-                                    self.end_token(i);
-                                    state = State::After;
-                                    break;
-                                }
-                                _ => break,
-                            };
-                            i += 1;
-                        }
-                        if state == State::Num && i < n {
-                            break Err((InvalidNumber, i));
-                        }
-                    }
-                    State::StrEscape
-                    | State::StrHex
-                    | State::KeyEscape
-                    | State::KeyHex
-                    | State::Literal => match self.rare_step(state, bytes, i) {
-                        Ok((next, at)) => (state, i) = (next, at),
-                        Err(e) => break Err(e),
-                    },
-                    State::Start => {
-                        if b != b'{' {
-                            break Err((TopLevelNotObject, i));
-                        }
-                        match self.open(true) {
-                            Some(next) => state = next,
-                            None => break Err((DepthLimit, i)),
-                        }
-                        i += 1;
-                    }
-                    State::ObjectFirst | State::ObjectKey => {
-                        state = match b {
-                            b'"' if self.depth > 1 => {
-                                // A nested key: scan it right here.
-                                let start = i + 1;
-                                let run = plain_run(bytes, start);
-                                if bytes.get(start + run) == Some(&b'"')
-                                    && bytes.get(start + run + 1) == Some(&b':')
-                                {
-                                    i = start + run + 2;
-                                    state = State::Value;
-                                    continue;
-                                }
-                                self.start_key()
-                            }
-                            b'"' => {
-                                // A top-level key: when it ends in this piece
-                                // without an escape, match it where it lies.
-                                let start = i + 1;
-                                let run = plain_run(bytes, start);
-                                if bytes.get(start + run) != Some(&b'"') {
-                                    self.start_key()
-                                } else {
-                                    self.field =
-                                        self.top_field(run, key_word(&bytes[start..], run));
-                                    i = start + run + 1;
-                                    state = State::Colon;
-                                    if bytes.get(i) == Some(&b':') {
-                                        state = State::Value;
-                                        i += 1;
-                                    }
-                                    continue;
-                                }
-                            }
-                            b'}' if state == State::ObjectFirst => self.close(),
-                            _ => break Err((UnexpectedByte, i)),
-                        };
-                        i += 1;
-                    }
-                    State::Colon => {
-                        if b != b':' {
-                            break Err((UnexpectedByte, i));
-                        }
-                        state = State::Value;
-                        i += 1;
-                    }
-                    State::Value | State::ArrayFirst => {
-                        state = if b == b']' && state == State::ArrayFirst {
-                            self.close()
-                        } else if self.depth > 1 && (b == b'"' || b.is_ascii_digit()) {
-                            // Below the top level nothing is recorded: the two
-                            // commonest value starts skip the envelope logic.
-                            if b == b'"' {
-                                self.in_key = false;
-                                State::Str
-                            } else {
-                                self.num = if b == b'0' { Num::Zero } else { Num::Int };
-                                State::Num
-                            }
-                        } else {
-                            match self.start_value(b, i) {
-                                Ok(next) => next,
-                                Err(kind) => break Err((kind, i)),
-                            }
-                        };
-                        i += 1;
-                    }
-                    State::After => {
-                        let in_object = self.top_is_object();
-                        state = match b {
-                            b',' if in_object => State::ObjectKey,
-                            b',' => State::Value,
-                            b'}' if in_object => self.close(),
-                            b']' if !in_object => self.close(),
-                            _ => break Err((UnexpectedByte, i)),
-                        };
-                        i += 1;
-                    }
-                    State::Done => break Err((TrailingCharacters, i)),
                 }
             };
             // Whitespace between tokens: no token starts with it, so a state
@@ -1457,6 +1474,82 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `line` cut at every position into two pieces gives the verdict,
+    /// error offset and envelope of the line read byte by byte, and
+    /// `serde_json` agrees on whether it is valid.
+    fn assert_any_split_agrees(line: &[u8]) {
+        let bytewise = feed_cut(line, &(1..line.len()).collect::<Vec<_>>());
+        for cut in 0..=line.len() {
+            assert_eq!(
+                feed_cut(line, &[cut]),
+                bytewise,
+                "cut {cut}: {}",
+                String::from_utf8_lossy(line)
+            );
+        }
+        let peer = serde_json::from_slice::<serde_json::Value>(line).is_ok();
+        assert_eq!(
+            bytewise.0.is_ok(),
+            peer,
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+
+    /// Every kind of value (and what is not one) right after a key's `:`,
+    /// which is read without going back to the dispatcher: top-level keys
+    /// matched where they lie, escaped ones, nested ones, and a `:` after
+    /// whitespace, at every cut of the line in two.
+    #[test]
+    fn values_right_after_keys_at_any_split() {
+        let values: &[&str] = &[
+            r#""s""#,
+            r#""a\nb""#,
+            r#""""#,
+            r#""x"#,
+            "\"\u{1}\"",
+            "7",
+            "-1",
+            "0",
+            "01",
+            "1.5e3",
+            "true",
+            "false",
+            "null",
+            "nul",
+            "{}",
+            "[]",
+            r#"{"k":"v"}"#,
+            r#"["a",1,{}]"#,
+            " 1",
+            "\t\"s\"",
+            "x",
+            "]",
+            "}",
+            ",",
+            ":",
+            "",
+        ];
+        for value in values {
+            for line in [
+                format!(r#"{{"id":{value},"method":"m"}}"#),
+                format!(r#"{{"jsonrpc":{value}}}"#),
+                format!(r#"{{"other":{value},"id":2}}"#),
+                format!(r#"{{"i\u0064":{value}}}"#),
+                format!(r#"{{"id" : {value}}}"#),
+                format!(r#"{{"a":{{"b":{value},"c":1}}}}"#),
+                format!(r#"{{"a":{{"\n":{value}}}}}"#),
+                format!(r#"{{"a":[{{"b" :{value}}}]}}"#),
+            ] {
+                assert_any_split_agrees(line.as_bytes());
+            }
+        }
+        let (verdict, env) = feed_cut(br#"{"id":"x","method":"m"}"#, &[]);
+        assert!(verdict.is_ok());
+        assert_eq!(env.id, Some((IdKind::String, (7, 1))));
+        assert_eq!(env.method, Some((20, 1)));
     }
 
     #[test]
