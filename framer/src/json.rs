@@ -995,26 +995,14 @@ fn is_whitespace(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
 
-/// Bytes that end the plain run of a string: quote, backslash, controls.
-static STRING_SPECIAL: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
-
 /// The length of the plain run at `bytes[at..]`: bytes up to the first
 /// quote, backslash or control character (or all of them).
 ///
 /// Sixteen bytes per step with vector compares (`wide`: SSE2 on x86-64,
 /// simd128 on wasm when enabled, plain lanes elsewhere). Fewer than sixteen
 /// bytes left are read as the last sixteen of `bytes` when it has them
-/// (those before `at` are shifted out), else by table.
+/// (those before `at` are shifted out), else one at a time, by compares
+/// (a table's address would hold a register across the scanner's loop).
 #[inline(always)]
 fn plain_run(bytes: &[u8], at: usize) -> usize {
     let s = &bytes[at..];
@@ -1036,7 +1024,7 @@ fn plain_run(bytes: &[u8], at: usize) -> usize {
     }
     i + s[i..]
         .iter()
-        .position(|&b| STRING_SPECIAL[usize::from(b)])
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
         .unwrap_or(left)
 }
 
@@ -1606,6 +1594,31 @@ mod tests {
                 backslash & low_bits(64 - backslash.leading_ones())
             };
             assert_eq!(escaped_bits(backslash), walk(backslash), "{backslash:#x}");
+        }
+    }
+
+    /// `plain_run` stops at exactly the quote, the backslash and the bytes
+    /// below 0x20, in pieces shorter than sixteen bytes (one at a time) and
+    /// longer (vector compares, the piece's last sixteen bytes), wherever
+    /// the byte lies.
+    #[test]
+    fn plain_run_stops_at_every_special_byte() {
+        for b in 0..=255u8 {
+            let special = b < 0x20 || b == b'"' || b == b'\\';
+            for len in 1..40 {
+                for at in 0..len {
+                    let mut piece = alloc::vec![b'x'; len];
+                    piece[at] = b;
+                    for from in [0, at / 2, at] {
+                        let expected = if special { at - from } else { len - from };
+                        assert_eq!(
+                            plain_run(&piece, from),
+                            expected,
+                            "{b:#x} {len} {at} {from}"
+                        );
+                    }
+                }
+            }
         }
     }
 
