@@ -420,216 +420,57 @@ impl Validator {
         let outcome = loop {
             let scanned: Result<(), (JsonErrorKind, usize)> = 'scan: loop {
                 let Some(&b) = bytes.get(i) else { break Ok(()) };
-                // The states a member's key, value and string pass through
-                // one after the other are laid out in that order below the
-                // dispatch, so that each falls into the next without it.
-                'string: {
-                    'value: {
-                        match state {
-                            State::Str => break 'string,
-                            State::Key => {
-                                let run = plain_run(bytes, i);
-                                self.push_key_bytes(&bytes[i..i + run]);
-                                i += run;
-                                match bytes.get(i) {
-                                    None => {}
-                                    Some(b'"') => {
-                                        state = self.end_top_key();
-                                        if bytes.get(i + 1) == Some(&b':') {
-                                            state = State::Value;
-                                            i += 1;
-                                        }
-                                    }
-                                    Some(b'\\') => state = State::KeyEscape,
-                                    Some(_) => break 'scan Err((ControlInString, i)),
-                                }
-                                i += 1;
-                            }
-                            State::Num => {
-                                // Digits are the common case: take them in a tight loop.
-                                let mut num = self.num;
-                                if num == Num::Int {
-                                    // The integer part (ids, counts): nothing to track.
-                                    i += bytes[i..]
-                                        .iter()
-                                        .take_while(|b| b.is_ascii_digit())
-                                        .count();
-                                    // An integer (the common number) ends at any byte
-                                    // but a fraction's or an exponent's: what follows
-                                    // is read as after any value, `,` right here.
-                                    match bytes.get(i) {
-                                        Some(b'.' | b'e' | b'E') | None => {}
-                                        Some(&c) => {
-                                            self.end_token(i);
-                                            state = State::After;
-                                            if c == b',' {
-                                                state = if self.top_is_object() {
-                                                    State::ObjectKey
-                                                } else {
-                                                    State::Value
-                                                };
-                                                i += 1;
-                                            }
-                                            continue 'scan;
-                                        }
-                                    }
-                                }
-                                loop {
-                                    let Some(&b) = bytes.get(i) else {
-                                        self.num = num;
-                                        break;
-                                    };
-                                    num = match (num, b) {
-                                        (Num::Minus, b'0') => Num::Zero,
-                                        (Num::Minus, b'1'..=b'9') => Num::Int,
-                                        (Num::Int, b'0'..=b'9') => Num::Int,
-                                        (Num::Zero | Num::Int, b'.') => Num::Dot,
-                                        (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
-                                        (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
-                                        (Num::Exp, b'+' | b'-') => Num::ExpSign,
-                                        (Num::Exp | Num::ExpSign | Num::ExpDigits, b'0'..=b'9') => {
-                                            Num::ExpDigits
-                                        }
-                                        (num, _) if num.complete() && !b.is_ascii_digit() => {
-                                            // The number ended; `b` belongs to what follows.
-                                            self.end_token(i);
-                                            state = State::After;
-                                            break;
-                                        }
-                                        _ => break,
-                                    };
-                                    i += 1;
-                                }
-                                if state == State::Num && i < n {
-                                    break 'scan Err((InvalidNumber, i));
-                                }
-                            }
-                            State::StrEscape
-                            | State::StrHex
-                            | State::KeyEscape
-                            | State::KeyHex
-                            | State::Literal => match self.rare_step(state, bytes, i) {
-                                Ok((next, at)) => (state, i) = (next, at),
-                                Err(e) => break 'scan Err(e),
-                            },
-                            State::Start => {
-                                if b != b'{' {
-                                    break 'scan Err((TopLevelNotObject, i));
-                                }
-                                match self.open(true) {
-                                    Some(next) => state = next,
-                                    None => break 'scan Err((DepthLimit, i)),
-                                }
-                                i += 1;
-                            }
-                            State::ObjectFirst | State::ObjectKey => {
-                                state = match b {
-                                    b'"' if self.depth > 1 => {
-                                        // A nested key: scan it right here.
-                                        let start = i + 1;
-                                        let run = plain_run(bytes, start);
-                                        if bytes.get(start + run) == Some(&b'"')
-                                            && bytes.get(start + run + 1) == Some(&b':')
-                                        {
-                                            i = start + run + 2;
-                                            state = State::Value;
-                                            break 'value;
-                                        }
-                                        self.start_key()
-                                    }
-                                    b'"' => {
-                                        // A top-level key: when it ends in this piece
-                                        // without an escape, match it where it lies.
-                                        let start = i + 1;
-                                        let run = plain_run(bytes, start);
-                                        if bytes.get(start + run) != Some(&b'"') {
-                                            self.start_key()
-                                        } else {
-                                            self.field =
-                                                self.top_field(run, key_word(&bytes[start..], run));
-                                            i = start + run + 1;
-                                            state = State::Colon;
-                                            if bytes.get(i) == Some(&b':') {
-                                                state = State::Value;
-                                                i += 1;
-                                                break 'value;
-                                            }
-                                            continue 'scan;
-                                        }
-                                    }
-                                    b'}' if state == State::ObjectFirst => self.close(),
-                                    _ => break 'scan Err((UnexpectedByte, i)),
-                                };
-                                i += 1;
-                            }
-                            State::Colon => {
-                                if b != b':' {
-                                    break 'scan Err((UnexpectedByte, i));
-                                }
-                                state = State::Value;
-                                i += 1;
-                                break 'value;
-                            }
-                            State::Value | State::ArrayFirst => break 'value,
-                            State::After => {
-                                let in_object = self.top_is_object();
-                                state = match b {
-                                    b',' if in_object => State::ObjectKey,
-                                    b',' => State::Value,
-                                    b'}' if in_object => self.close(),
-                                    b']' if !in_object => self.close(),
-                                    _ => break 'scan Err((UnexpectedByte, i)),
-                                };
-                                i += 1;
-                            }
-                            State::Done => break 'scan Err((TrailingCharacters, i)),
+                // Arms that `continue` come back to this dispatch; those that
+                // fall out of the match (`{`, `:`, `,`, in a key, value or
+                // string state) go on into the member chain below.
+                match state {
+                    // The member chain below takes these.
+                    State::Str | State::Value | State::ArrayFirst => {}
+                    State::ObjectFirst | State::ObjectKey if b == b'"' => {}
+                    State::ObjectFirst | State::ObjectKey => {
+                        if b != b'}' || state != State::ObjectFirst {
+                            break Err((UnexpectedByte, i));
                         }
-                        continue 'scan;
+                        state = self.close();
+                        i += 1;
+                        continue;
                     }
-                    // A value (after `:`, after `,` or `[` in an array) starts at
-                    // `bytes[i]`, if the piece goes on.
-                    let Some(&b) = bytes.get(i) else {
-                        continue 'scan;
-                    };
-                    state = if b == b']' && state == State::ArrayFirst {
-                        self.close()
-                    } else if self.depth > 1 && (b == b'"' || b.is_ascii_digit()) {
-                        // Below the top level nothing is recorded: the two
-                        // commonest value starts skip the envelope logic.
-                        if b == b'"' {
-                            self.in_key = false;
-                            State::Str
-                        } else {
-                            self.num = if b == b'0' { Num::Zero } else { Num::Int };
-                            State::Num
-                        }
-                    } else {
-                        match self.start_value(b, i) {
-                            Ok(next) => next,
-                            Err(kind) => break 'scan Err((kind, i)),
-                        }
-                    };
-                    i += 1;
-                    if state != State::Str {
-                        continue 'scan;
-                    }
-                }
-                loop {
-                    // Stay in the string across escapes: they are frequent
-                    // in real text and need no trip through the dispatcher.
-                    i += string_run(bytes, i);
-                    match bytes.get(i) {
-                        None => break,
-                        Some(b'"') => {
-                            state = self.end_string(i);
-                            // Minified JSON: `":` and `",` follow at once;
-                            // take them here rather than through the loop.
-                            match (state, bytes.get(i + 1)) {
-                                (State::Colon, Some(b':')) => {
+                    State::Key => {
+                        let run = plain_run(bytes, i);
+                        self.push_key_bytes(&bytes[i..i + run]);
+                        i += run;
+                        match bytes.get(i) {
+                            None => {}
+                            Some(b'"') => {
+                                state = self.end_top_key();
+                                if bytes.get(i + 1) == Some(&b':') {
                                     state = State::Value;
                                     i += 1;
                                 }
-                                (State::After, Some(b',')) => {
+                            }
+                            Some(b'\\') => state = State::KeyEscape,
+                            Some(_) => break Err((ControlInString, i)),
+                        }
+                        i += 1;
+                        continue;
+                    }
+                    State::Num => {
+                        // Digits are the common case: take them in a tight loop.
+                        let mut num = self.num;
+                        if num == Num::Int {
+                            // The integer part (ids, counts): nothing to track.
+                            i += bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+                            // An integer (the common number) ends at any byte
+                            // but a fraction's or an exponent's: what follows
+                            // is read as after any value, `,` right here.
+                            match bytes.get(i) {
+                                Some(b'.' | b'e' | b'E') | None => {}
+                                Some(&c) => {
+                                    self.end_token(i);
+                                    state = State::After;
+                                    if c != b',' {
+                                        continue;
+                                    }
                                     state = if self.top_is_object() {
                                         State::ObjectKey
                                     } else {
@@ -637,30 +478,217 @@ impl Validator {
                                     };
                                     i += 1;
                                 }
-                                (State::After, Some(&c @ (b'}' | b']')))
-                                    if (c == b'}') == self.top_is_object() =>
-                                {
-                                    state = self.close();
-                                    i += 1;
-                                }
-                                _ => {}
                             }
-                            i += 1;
-                            break;
                         }
-                        Some(b'\\') => match bytes.get(i + 1) {
-                            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
-                            Some(b'u') if bytes.get(i + 2..i + 6).is_some_and(is_hex4) => i += 6,
-                            Some(b'u') | None => {
-                                // The escape continues in the next piece (or
-                                // is bad): finish it byte by byte.
-                                state = State::StrEscape;
+                        if state == State::Num {
+                            loop {
+                                let Some(&b) = bytes.get(i) else {
+                                    self.num = num;
+                                    break;
+                                };
+                                num = match (num, b) {
+                                    (Num::Minus, b'0') => Num::Zero,
+                                    (Num::Minus, b'1'..=b'9') => Num::Int,
+                                    (Num::Int, b'0'..=b'9') => Num::Int,
+                                    (Num::Zero | Num::Int, b'.') => Num::Dot,
+                                    (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
+                                    (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::Exp,
+                                    (Num::Exp, b'+' | b'-') => Num::ExpSign,
+                                    (Num::Exp | Num::ExpSign | Num::ExpDigits, b'0'..=b'9') => {
+                                        Num::ExpDigits
+                                    }
+                                    (num, _) if num.complete() && !b.is_ascii_digit() => {
+                                        // The number ended; `b` belongs to what follows.
+                                        self.end_token(i);
+                                        state = State::After;
+                                        break;
+                                    }
+                                    _ => break,
+                                };
+                                i += 1;
+                            }
+                            if state == State::Num && i < n {
+                                break Err((InvalidNumber, i));
+                            }
+                            continue;
+                        }
+                    }
+                    State::StrEscape
+                    | State::StrHex
+                    | State::KeyEscape
+                    | State::KeyHex
+                    | State::Literal => {
+                        match self.rare_step(state, bytes, i) {
+                            Ok((next, at)) => (state, i) = (next, at),
+                            Err(e) => break Err(e),
+                        }
+                        continue;
+                    }
+                    State::Start => {
+                        if b != b'{' {
+                            break Err((TopLevelNotObject, i));
+                        }
+                        match self.open(true) {
+                            Some(next) => state = next,
+                            None => break Err((DepthLimit, i)),
+                        }
+                        i += 1;
+                    }
+                    State::Colon => {
+                        if b != b':' {
+                            break Err((UnexpectedByte, i));
+                        }
+                        state = State::Value;
+                        i += 1;
+                    }
+                    State::After => {
+                        let in_object = self.top_is_object();
+                        i += 1;
+                        state = match b {
+                            b',' if in_object => State::ObjectKey,
+                            b',' => State::Value,
+                            b'}' if in_object => {
+                                state = self.close();
+                                continue;
+                            }
+                            b']' if !in_object => {
+                                state = self.close();
+                                continue;
+                            }
+                            _ => {
+                                i -= 1;
+                                break Err((UnexpectedByte, i));
+                            }
+                        };
+                    }
+                    State::Done => break Err((TrailingCharacters, i)),
+                }
+                // The member chain: a key, the value after its `:`, a string
+                // value, and after its `,` the next key or value, each falling
+                // into the next without the dispatch above. Anything else (a
+                // piece's end, a number, a literal, a closed container, what
+                // the slow path must look at) goes back to it.
+                loop {
+                    if matches!(state, State::ObjectFirst | State::ObjectKey) {
+                        if bytes.get(i) != Some(&b'"') {
+                            continue 'scan;
+                        }
+                        let start = i + 1;
+                        let run = plain_run(bytes, start);
+                        if self.depth > 1 {
+                            // A nested key: skip it where it lies.
+                            if bytes.get(start + run) == Some(&b'"')
+                                && bytes.get(start + run + 1) == Some(&b':')
+                            {
+                                i = start + run + 2;
+                                state = State::Value;
+                            } else {
+                                state = self.start_key();
+                                i += 1;
+                            }
+                        } else if bytes.get(start + run) == Some(&b'"') {
+                            // A top-level key that ends in this piece without
+                            // an escape: matched where it lies.
+                            self.field = self.top_field(run, key_word(&bytes[start..], run));
+                            i = start + run + 1;
+                            state = State::Colon;
+                            if bytes.get(i) != Some(&b':') {
+                                continue 'scan;
+                            }
+                            state = State::Value;
+                            i += 1;
+                        } else {
+                            state = self.start_key();
+                            i += 1;
+                            continue 'scan;
+                        }
+                    }
+                    if matches!(state, State::Value | State::ArrayFirst) {
+                        // A value starts at `bytes[i]`, if the piece goes on.
+                        let Some(&b) = bytes.get(i) else {
+                            continue 'scan;
+                        };
+                        state = if b == b']' && state == State::ArrayFirst {
+                            self.close()
+                        } else if self.depth > 1 && (b == b'"' || b.is_ascii_digit()) {
+                            // Below the top level nothing is recorded: the two
+                            // commonest value starts skip the envelope logic.
+                            if b == b'"' {
+                                self.in_key = false;
+                                State::Str
+                            } else {
+                                self.num = if b == b'0' { Num::Zero } else { Num::Int };
+                                State::Num
+                            }
+                        } else {
+                            match self.start_value(b, i) {
+                                Ok(next) => next,
+                                Err(kind) => break 'scan Err((kind, i)),
+                            }
+                        };
+                        i += 1;
+                        match state {
+                            State::Str => {}
+                            State::ObjectFirst | State::ArrayFirst => continue,
+                            _ => continue 'scan,
+                        }
+                    }
+                    // Inside a string. Stay in it across escapes: they are
+                    // frequent in real text and need no trip through the
+                    // dispatcher.
+                    loop {
+                        i = string_run(bytes, i);
+                        match bytes.get(i) {
+                            None => continue 'scan,
+                            Some(b'"') => {
+                                state = self.end_string(i);
+                                // Minified JSON: `":` and `",` follow at once;
+                                // take them here rather than through the loop.
+                                match (state, bytes.get(i + 1)) {
+                                    (State::Colon, Some(b':')) => {
+                                        state = State::Value;
+                                        i += 1;
+                                    }
+                                    (State::After, Some(b',')) => {
+                                        state = if self.top_is_object() {
+                                            State::ObjectKey
+                                        } else {
+                                            State::Value
+                                        };
+                                        i += 1;
+                                    }
+                                    (State::After, Some(&c @ (b'}' | b']')))
+                                        if (c == b'}') == self.top_is_object() =>
+                                    {
+                                        state = self.close();
+                                        i += 1;
+                                    }
+                                    _ => {}
+                                }
                                 i += 1;
                                 break;
                             }
-                            Some(_) => break 'scan Err((InvalidEscape, i + 1)),
-                        },
-                        Some(_) => break 'scan Err((ControlInString, i)),
+                            Some(b'\\') => match bytes.get(i + 1) {
+                                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                                    i += 2
+                                }
+                                Some(b'u') if bytes.get(i + 2..i + 6).is_some_and(is_hex4) => {
+                                    i += 6
+                                }
+                                Some(b'u') | None => {
+                                    // The escape continues in the next piece (or
+                                    // is bad): finish it byte by byte.
+                                    state = State::StrEscape;
+                                    i += 1;
+                                    continue 'scan;
+                                }
+                                Some(_) => break 'scan Err((InvalidEscape, i + 1)),
+                            },
+                            Some(_) => break 'scan Err((ControlInString, i)),
+                        }
+                    }
+                    if !matches!(state, State::ObjectKey | State::Value) {
+                        continue 'scan;
                     }
                 }
             };
@@ -1042,8 +1070,9 @@ static SIMPLE_ESCAPE: [bool; 256] = {
 /// Bits at the odd positions of a 64-byte block.
 const ODD_BITS: u64 = 0xAAAA_AAAA_AAAA_AAAA;
 
-/// The length of the valid string content at the start of `s`, which must
-/// not start inside an escape: like [`plain_run`], but one-character escapes
+/// Where the valid string content that starts at `bytes[at]` ends (a
+/// position in `bytes`, not a length); it must not start inside an escape.
+/// Like [`plain_run`], but one-character escapes
 /// (`\\n`, `\\"`, `\\\\`, …) are part of the run. It stops at a quote or a
 /// control byte that is not escaped, at the backslash of any other escape
 /// (`\\u`, a bad one), or where the input may cut an escape; the caller
@@ -1058,17 +1087,18 @@ const ODD_BITS: u64 = 0xAAAA_AAAA_AAAA_AAAA;
 /// Text full of escapes then costs no branch per escape.
 #[inline(always)]
 fn string_run(bytes: &[u8], at: usize) -> usize {
-    let s = &bytes[at..];
-    let Some(head) = s.get(..16) else {
-        return plain_run(bytes, at);
+    let Some(head) = bytes.get(at..at + 16) else {
+        return at + plain_run(bytes, at);
     };
     let first = special_mask(head.try_into().expect("sixteen bytes")).trailing_zeros() as usize;
-    let mut i = match s.get(first) {
-        _ if first >= 16 => 16,
-        Some(b'\\') => first,
-        _ => return first,
+    // Positions from here on are in `bytes`, not from `at`: the loop then
+    // needs no registers for the rest's start and length.
+    let mut i = match bytes.get(at + first) {
+        _ if first >= 16 => at + 16,
+        Some(b'\\') => at + first,
+        _ => return at + first,
     };
-    while let Some(block) = s.get(i..i + 64) {
+    while let Some(block) = bytes.get(i..i + 64) {
         let (stop, backslash) = block_masks(block.try_into().expect("64 bytes"));
         // A run of backslashes that reaches the block's end may go on in
         // the next bytes: the block ends where the run starts.
@@ -1100,7 +1130,7 @@ fn string_run(bytes: &[u8], at: usize) -> usize {
         }
         i += limit as usize;
     }
-    i + plain_run(bytes, at + i)
+    i + plain_run(bytes, i)
 }
 
 /// The bits of the bytes escaped by the runs of backslashes in
@@ -1621,6 +1651,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Members one after the other, which the scanner takes as a chain (a
+    /// key, its value, a string value's `,`, the next key) without its
+    /// dispatch: strings, numbers and literals before a `,`, containers
+    /// opened and closed inside the chain, whitespace and errors at every
+    /// link, envelope fields among them; every cut of the line in two
+    /// against the line read byte by byte and serde_json's verdict.
+    #[test]
+    fn member_chains_at_any_split() {
+        let lines: &[&str] = &[
+            r#"{"a":"x","b":"y","c":{"d":"e","f":["g","h",{"i":"j"}]},"k":[],"l":{}}"#,
+            r#"{"a":["x","y","z"],"b":[["x"],{"c":"d"}],"e":[[],{}]}"#,
+            r#"{"a":1,"b":2,"c":[1,"x",2],"d":{"e":3,"f":"g"}}"#,
+            r#"{"a":true,"b":null,"c":[true,"x",false],"d":{"e":null,"f":"g"}}"#,
+            r#"{"x":"y","id":"q","method":"m","jsonrpc":"2.0","result":{"a":"b"}}"#,
+            r#"{"id":7,"params":{"id":"no","method":"no"},"method":"yes"}"#,
+            r#"{"a":{"\"k":"v","k2":"v","k\n3":["\u00e9","\\"]}}"#,
+            r#"{"a":{"b":"x","b":"y"},"id":"z","id":"w"}"#,
+            r#"{"a":[{},{"b":[]},"c",{"d":{"e":{}}}]}"#,
+            r#"{"a":"x","":"","b":{"":""}}"#,
+            r#"{"a":"x"  ,  "b":"y", "c" : "z" ,"d":[ "e" , "f" ]}"#,
+            "{\"a\":\"x\",\n\"b\":{\t\"c\":\"d\"\r}}",
+            r#"{"a":"x","b"}"#,
+            r#"{"a":"x",}"#,
+            r#"{"a":"x","b":}"#,
+            r#"{"a":["x",]}"#,
+            r#"{"a":"x","b":"y"]"#,
+            r#"{"a":["x"}"#,
+            r#"{"a":{"b":"x"]}"#,
+            r#"{"a":"x","b":"\q"}"#,
+            r#"{"a":"x",1}"#,
+            r#"{"a":"x","b":"y"}}"#,
+            r#"{"a":"x","b":"y"},"#,
+            r#"{"a":{"b":"x","c":"#,
+            r#"{"a":["x","#,
+        ];
+        for line in lines {
+            assert_any_split_agrees(line.as_bytes());
+        }
+        let (verdict, env) = feed_cut(lines[4].as_bytes(), &[]);
+        assert!(verdict.is_ok() && env.has_result);
+        assert_eq!(env.id, Some((IdKind::String, (15, 1))));
+        assert_eq!(env.method, Some((28, 1)));
+        assert_eq!(env.jsonrpc, Some((42, 3)));
+        let (_, env) = feed_cut(lines[5].as_bytes(), &[]);
+        assert_eq!(env.id, Some((IdKind::Number, (6, 1))));
+        assert_eq!(env.method, Some((53, 3)));
     }
 
     #[test]
