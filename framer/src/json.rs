@@ -630,6 +630,28 @@ impl Validator {
                         match state {
                             State::Str => {}
                             State::ObjectFirst | State::ArrayFirst => continue,
+                            State::Literal => {
+                                // `true`, `false` or `null` whole in the piece:
+                                // one compare, and on past a `,`.
+                                let Some(len) = literal_len(bytes, i - 1) else {
+                                    continue 'scan;
+                                };
+                                if b == b'n' && self.field == Field::Id && self.depth == 1 {
+                                    self.id = Some((IdKind::Null, Span { start: 0, end: 0 }));
+                                }
+                                i += len - 1;
+                                state = State::After;
+                                if bytes.get(i) != Some(&b',') {
+                                    continue 'scan;
+                                }
+                                state = if self.top_is_object() {
+                                    State::ObjectKey
+                                } else {
+                                    State::Value
+                                };
+                                i += 1;
+                                continue;
+                            }
                             _ => continue 'scan,
                         }
                     }
@@ -1197,6 +1219,20 @@ fn key_word(s: &[u8], len: usize) -> u64 {
     }
 }
 
+/// The length of the literal (`true`, `false` or `null`) at `bytes[at]`
+/// when the piece holds all of it, compared as one word.
+#[inline(always)]
+fn literal_len(bytes: &[u8], at: usize) -> Option<usize> {
+    let head: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+    match u32::from_le_bytes(head) {
+        word if word == u32::from_le_bytes(*b"true") || word == u32::from_le_bytes(*b"null") => {
+            Some(4)
+        }
+        word if word == u32::from_le_bytes(*b"fals") && bytes.get(at + 4) == Some(&b'e') => Some(5),
+        _ => None,
+    }
+}
+
 /// Whether all four bytes are hex digits (`\uXXXX`), without a loop.
 #[inline(always)]
 fn is_hex4(h: &[u8]) -> bool {
@@ -1699,6 +1735,41 @@ mod tests {
         let (_, env) = feed_cut(lines[5].as_bytes(), &[]);
         assert_eq!(env.id, Some((IdKind::Number, (6, 1))));
         assert_eq!(env.method, Some((53, 3)));
+    }
+
+    /// `true`, `false` and `null` (whole, cut short, misspelt, run on into
+    /// other bytes) as ids, top-level and nested values and array items,
+    /// followed by every kind of byte: every cut of the line in two against
+    /// the line read byte by byte and serde_json's verdict, and a null id
+    /// recorded only at the top level.
+    #[test]
+    fn literals_at_any_split() {
+        let literals: &[&str] = &[
+            "true", "false", "null", "tru", "fals", "nul", "t", "truex", "nulll", "falsE", "nUll",
+            "True", "f",
+        ];
+        let ends: &[&str] = &[",", "}", "]", " ", ",\"b\":1", "x", ":", "\"", "1", ""];
+        for literal in literals {
+            for end in ends {
+                for line in [
+                    format!(r#"{{"id":{literal}{end}}}"#),
+                    format!(r#"{{"a":{literal}{end}"b":2}}"#),
+                    format!(r#"{{"a":{{"b":{literal}{end}"c":{literal}}}}}"#),
+                    format!(r#"{{"a":[{literal}{end}{literal}],"id":{literal}}}"#),
+                ] {
+                    assert_any_split_agrees(line.as_bytes());
+                }
+            }
+        }
+        for (line, id) in [
+            (&br#"{"id":null,"a":1}"#[..], Some((IdKind::Null, (0, 0)))),
+            (br#"{"a":{"id":null},"b":[null]}"#, None),
+            (br#"{"id":true}"#, None),
+        ] {
+            let (verdict, env) = feed_cut(line, &[]);
+            assert!(verdict.is_ok());
+            assert_eq!(env.id, id, "{}", String::from_utf8_lossy(line));
+        }
     }
 
     #[test]
