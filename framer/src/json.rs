@@ -630,6 +630,31 @@ impl Validator {
                         match state {
                             State::Str => {}
                             State::ObjectFirst | State::ArrayFirst => continue,
+                            State::Num => {
+                                // An integer's digits here, the token ended
+                                // where they end (as the dispatch's number
+                                // arm does), and on past a `,`. A fraction,
+                                // an exponent or the piece's end go back.
+                                if self.num != Num::Int {
+                                    continue 'scan;
+                                }
+                                i += bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+                                if matches!(bytes.get(i), Some(b'.' | b'e' | b'E') | None) {
+                                    continue 'scan;
+                                }
+                                self.end_token(i);
+                                state = State::After;
+                                if bytes.get(i) != Some(&b',') {
+                                    continue 'scan;
+                                }
+                                state = if self.top_is_object() {
+                                    State::ObjectKey
+                                } else {
+                                    State::Value
+                                };
+                                i += 1;
+                                continue;
+                            }
                             State::Literal => {
                                 // `true`, `false` or `null` whole in the piece:
                                 // one compare, and on past a `,`.
@@ -1770,6 +1795,31 @@ mod tests {
             assert!(verdict.is_ok());
             assert_eq!(env.id, id, "{}", String::from_utf8_lossy(line));
         }
+    }
+
+    /// Integers as the chain reads them (after a key's `:`, after `[` and
+    /// an array's `,`, as the id and nested), each ended by every kind of
+    /// byte: every cut of the line in two against the line read byte by
+    /// byte and serde_json's verdict, and the id's offsets.
+    #[test]
+    fn integers_in_member_chains_at_any_split() {
+        let ends: &[&str] = &[
+            ",", ",\"k\":1", ",2", "}", "]", " ", " ,", ".5", "e1", "x", "\"", "",
+        ];
+        for int in ["5", "42", "1234567890123", "0", "-1", "07"] {
+            for end in ends {
+                for line in [
+                    format!(r#"{{"id":{int}{end}"m":"x"}}"#),
+                    format!(r#"{{"a":[{int}{end}{int}],"b":{{"c":{int}{end}"d":[{int}{end}]}}}}"#),
+                    format!(r#"{{"a":"s","id":{int}{end}}}"#),
+                ] {
+                    assert_any_split_agrees(line.as_bytes());
+                }
+            }
+        }
+        let (verdict, env) = feed_cut(br#"{"a":[1,2],"id":345,"b":6}"#, &[]);
+        assert!(verdict.is_ok());
+        assert_eq!(env.id, Some((IdKind::Number, (16, 3))));
     }
 
     #[test]
