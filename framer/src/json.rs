@@ -709,6 +709,24 @@ impl Validator {
                                     {
                                         state = self.close();
                                         i += 1;
+                                        // `}}`, `}]`, `]}`: the next one too,
+                                        // and a `,` after them.
+                                        if let Some(&c @ (b'}' | b']')) = bytes.get(i + 1)
+                                            && state == State::After
+                                            && (c == b'}') == self.top_is_object()
+                                        {
+                                            state = self.close();
+                                            i += 1;
+                                        }
+                                        if state == State::After && bytes.get(i + 1) == Some(&b',')
+                                        {
+                                            state = if self.top_is_object() {
+                                                State::ObjectKey
+                                            } else {
+                                                State::Value
+                                            };
+                                            i += 1;
+                                        }
                                     }
                                     _ => {}
                                 }
@@ -1820,6 +1838,28 @@ mod tests {
         let (verdict, env) = feed_cut(br#"{"a":[1,2],"id":345,"b":6}"#, &[]);
         assert!(verdict.is_ok());
         assert_eq!(env.id, Some((IdKind::Number, (16, 3))));
+    }
+
+    /// A string value followed by closing brackets (matching or not, one,
+    /// two or three) and what comes after them: every cut of the line in
+    /// two against the line read byte by byte and serde_json's verdict.
+    #[test]
+    fn brackets_after_strings_at_any_split() {
+        let tails: &[&str] = &[
+            "}", "]", "}}", "}]", "]}", "]]", "}}}", "}],", "]},", "}},", "}]]", "},", "],", "} ,",
+            "} }", "}x", "}:", "},}", "}]}", "",
+        ];
+        for tail in tails {
+            for line in [
+                format!(r#"{{"a":{{"b":"x"{tail}"c":1}}"#),
+                format!(r#"{{"a":[{{"b":"x"{tail}"c"],"d":2}}"#),
+                format!(r#"{{"a":[["x"{tail}1],"d":2}}"#),
+                format!(r#"{{"a":{{"b":["x"{tail}"d":2}}}}"#),
+                format!(r#"{{"id":"x"{tail}"#),
+            ] {
+                assert_any_split_agrees(line.as_bytes());
+            }
+        }
     }
 
     #[test]
