@@ -666,7 +666,21 @@ impl Validator {
                                 }
                                 i += len - 1;
                                 state = State::After;
-                                if bytes.get(i) != Some(&b',') {
+                                // `false}}` ends many messages: up to two
+                                // closing brackets here, and a `,` after them.
+                                for _ in 0..2 {
+                                    match bytes.get(i) {
+                                        Some(&c @ (b'}' | b']'))
+                                            if state == State::After
+                                                && (c == b'}') == self.top_is_object() =>
+                                        {
+                                            state = self.close();
+                                            i += 1;
+                                        }
+                                        _ => break,
+                                    }
+                                }
+                                if state != State::After || bytes.get(i) != Some(&b',') {
                                     continue 'scan;
                                 }
                                 state = if self.top_is_object() {
@@ -1840,24 +1854,27 @@ mod tests {
         assert_eq!(env.id, Some((IdKind::Number, (16, 3))));
     }
 
-    /// A string value followed by closing brackets (matching or not, one,
-    /// two or three) and what comes after them: every cut of the line in
-    /// two against the line read byte by byte and serde_json's verdict.
+    /// A string or a literal value followed by closing brackets (matching
+    /// or not, one, two or three) and what comes after them: every cut of
+    /// the line in two against the line read byte by byte and serde_json's
+    /// verdict.
     #[test]
-    fn brackets_after_strings_at_any_split() {
+    fn brackets_after_values_at_any_split() {
         let tails: &[&str] = &[
             "}", "]", "}}", "}]", "]}", "]]", "}}}", "}],", "]},", "}},", "}]]", "},", "],", "} ,",
             "} }", "}x", "}:", "},}", "}]}", "",
         ];
-        for tail in tails {
-            for line in [
-                format!(r#"{{"a":{{"b":"x"{tail}"c":1}}"#),
-                format!(r#"{{"a":[{{"b":"x"{tail}"c"],"d":2}}"#),
-                format!(r#"{{"a":[["x"{tail}1],"d":2}}"#),
-                format!(r#"{{"a":{{"b":["x"{tail}"d":2}}}}"#),
-                format!(r#"{{"id":"x"{tail}"#),
-            ] {
-                assert_any_split_agrees(line.as_bytes());
+        for value in [r#""x""#, "false", "null", "true"] {
+            for tail in tails {
+                for line in [
+                    format!(r#"{{"a":{{"b":{value}{tail}"c":1}}"#),
+                    format!(r#"{{"a":[{{"b":{value}{tail}"c"],"d":2}}"#),
+                    format!(r#"{{"a":[[{value}{tail}1],"d":2}}"#),
+                    format!(r#"{{"a":{{"b":[{value}{tail}"d":2}}}}"#),
+                    format!(r#"{{"id":{value}{tail}"#),
+                ] {
+                    assert_any_split_agrees(line.as_bytes());
+                }
             }
         }
     }
