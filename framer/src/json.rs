@@ -1537,23 +1537,7 @@ mod tests {
                         format!(r#"{{"{text}":1}}"#),
                         format!(r#"{{"method":"{text}"#),
                     ] {
-                        let line = line.as_bytes();
-                        let bytewise = feed_cut(line, &(1..line.len()).collect::<Vec<_>>());
-                        for cut in 0..=line.len() {
-                            assert_eq!(
-                                feed_cut(line, &[cut]),
-                                bytewise,
-                                "cut {cut}: {}",
-                                String::from_utf8_lossy(line)
-                            );
-                        }
-                        let peer = serde_json::from_slice::<serde_json::Value>(line).is_ok();
-                        assert_eq!(
-                            bytewise.0.is_ok(),
-                            peer,
-                            "{}",
-                            String::from_utf8_lossy(line)
-                        );
+                        assert_any_split_agrees(line.as_bytes());
                     }
                 }
             }
@@ -1577,23 +1561,7 @@ mod tests {
                     format!(r#"{{"a":[{int}{end}2],"b":{{"c":{int}{end}"d":{int}}}}}"#),
                     format!(r#"{{"a":[{int}{end}]}}"#),
                 ] {
-                    let line = line.as_bytes();
-                    let bytewise = feed_cut(line, &(1..line.len()).collect::<Vec<_>>());
-                    for cut in 0..=line.len() {
-                        assert_eq!(
-                            feed_cut(line, &[cut]),
-                            bytewise,
-                            "cut {cut}: {}",
-                            String::from_utf8_lossy(line)
-                        );
-                    }
-                    let peer = serde_json::from_slice::<serde_json::Value>(line).is_ok();
-                    assert_eq!(
-                        bytewise.0.is_ok(),
-                        peer,
-                        "{}",
-                        String::from_utf8_lossy(line)
-                    );
+                    assert_any_split_agrees(line.as_bytes());
                 }
             }
         }
