@@ -22,13 +22,14 @@ const TARGET: &str = "wasm32-unknown-unknown";
 /// The guest's flags. SIMD for memchr, simdutf8 and the validator: every
 /// host we target (wasmtime, Node, Chromium) runs wasm SIMD. An inlining
 /// threshold under LLVM's default (225) keeps the framing component under
-/// its 64 KiB goal (`component_fits_the_size_goal`; 67,240 bytes at the
-/// default, 64,741 at 160) at the same speed: the component's instruction
-/// counts moved by -0.6% to +0.6% (BENCHMARKS.md); at 100 it was 61,123
-/// bytes but up to 10% slower. `#[inline(always)]` scans inline either way.
+/// its 64 KiB goal (`component_fits_the_size_goal`). With the framer's
+/// whole-line path: 66,897 bytes at 160, 65,035 at 120 (the component's
+/// instructions on *small* strict 0.7% fewer than at 160, *large* the same),
+/// 63,279 at 100 (7% more on *large*). `#[inline(always)]` scans inline
+/// either way.
 const GUEST_RUSTFLAGS: &[&str] = &[
     "-Ctarget-feature=+simd128",
-    "-Cllvm-args=-inline-threshold=160",
+    "-Cllvm-args=-inline-threshold=120",
 ];
 
 fn main() {
