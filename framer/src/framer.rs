@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use crate::config::Config;
 use crate::event::{Envelope, Event, Frame, JsonError, JsonErrorKind};
 use crate::json::EnvelopeOffsets;
-use crate::json::Validator;
+use crate::json::{LineStart, Validator};
 use crate::packed::{HeldEvent, PackedBatch, PackedError};
 use crate::stats::Stats;
 use crate::utf8::Utf8Stream;
@@ -105,6 +105,9 @@ pub struct Framer {
     /// TypeScript SDK does, comes long after the limit; without this the
     /// request it answers could not be named.
     follow: Follow,
+    /// Bytes at the start of the current line that `whole_line` already fed
+    /// to the validator: the line's first piece skips them.
+    prefed: usize,
     stats: Stats,
 }
 
@@ -211,6 +214,7 @@ impl Framer {
             clean: None,
             validator: Validator::new(config.max_depth()),
             follow: Follow::Off,
+            prefed: 0,
             stats: Stats::default(),
         }
     }
@@ -314,6 +318,13 @@ impl Framer {
         let mut first_line = None;
         let mut at = 0;
         while at < chunk.len() {
+            if let Some(newline) = self.whole_line(chunk, at, sink) {
+                first_line.get_or_insert(newline);
+                self.pos += newline as u64 + 1;
+                at += newline + 1;
+                self.start_line(self.pos);
+                continue;
+            }
             let rest = &chunk[at..];
             match memchr::memchr(b'\n', rest) {
                 Some(newline) => {
@@ -387,6 +398,68 @@ impl Framer {
         self.utf8 = Utf8Stream::default();
         self.validator.reset();
         self.follow = Follow::Off;
+        self.prefed = 0;
+    }
+
+    /// The fast path for a line that starts at `chunk[at]` with `{` when
+    /// validation is on (most lines of a stream of messages): the validator
+    /// reads it before the newline is looked for, and the end of the
+    /// top-level object followed by a newline ends the line. One pass over
+    /// the bytes instead of two, and one event built without the piece
+    /// bookkeeping. Returns where the newline is (from `at`) if the line was
+    /// framed here.
+    ///
+    /// It reads no more than the limit, only bytes already checked as UTF-8,
+    /// and nothing past the first newline as part of the line, so the events
+    /// are those of the general path. When the line does not end in what it
+    /// read, what the validator has read stays fed (`prefed`), unless it
+    /// stopped at an error, which may lie past the line's end: it is then
+    /// reset and the general path feeds the line again (a malformed line is
+    /// validated twice, at most up to the limit).
+    fn whole_line<S: Sink>(&mut self, chunk: &[u8], at: usize, sink: &mut S) -> Option<usize> {
+        let fresh = self.line == Line::Undecided
+            && self.content_len == 0
+            && self.held == 0
+            && !self.cr_held;
+        if chunk[at] != b'{' || !fresh || !self.config.json_validation() {
+            return None;
+        }
+        let len = (chunk.len() - at).min(self.config.max_frame_bytes());
+        let mut known = self.known_utf8(chunk, Some(at), len);
+        // A `\r` is left to the general path, which holds it back in case
+        // the newline follows (it is then not content, not even fed).
+        if known > 0 && chunk[at + known - 1] == b'\r' {
+            known -= 1;
+        }
+        match self.validator.feed_line(&chunk[at..at + known]) {
+            LineStart::Whole(newline) => {
+                let end = match chunk[at..at + newline] {
+                    [.., b'\r'] => newline - 1,
+                    _ => newline,
+                };
+                let bytes = &chunk[at..at + end];
+                self.line = Line::Json;
+                self.stats.frames += 1;
+                self.stats.largest_frame = self.stats.largest_frame.max(end as u64);
+                let envelope = self.validator.envelope(bytes);
+                let frame = Frame {
+                    bytes,
+                    offset: self.line_start,
+                    chunk_start: Some(at),
+                    envelope,
+                };
+                sink.event(Event::Frame(frame), &self.buf);
+                Some(newline)
+            }
+            LineStart::Fed => {
+                self.prefed = known;
+                None
+            }
+            LineStart::Unknown => {
+                self.validator.reset();
+                None
+            }
+        }
     }
 
     /// Takes `chunk[from..from + len]`, the next piece of the current line;
@@ -659,8 +732,10 @@ impl Framer {
     fn check(&mut self, chunk: &[u8], at: Option<usize>, piece: &[u8]) -> Result<(), JsonError> {
         let validate = self.config.json_validation();
         let known = self.known_utf8(chunk, at, piece.len());
-        if validate && known > 0 {
-            self.validator.feed(&piece[..known])?;
+        // The start `whole_line` fed already (only ever within `known`).
+        let prefed = core::mem::take(&mut self.prefed);
+        if validate && known > prefed {
+            self.validator.feed(&piece[prefed..known])?;
         }
         let rest = &piece[known..];
         if rest.is_empty() {

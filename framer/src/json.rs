@@ -143,6 +143,17 @@ pub(crate) struct EnvelopeOffsets {
     pub(crate) has_error: bool,
 }
 
+/// What [`Validator::feed_line`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LineStart {
+    /// A valid line whose newline is at this offset of the bytes fed.
+    Whole(usize),
+    /// Every byte fed is the line's, and was fed.
+    Fed,
+    /// Undecided: reset and feed the line again.
+    Unknown,
+}
+
 /// The longest top-level key the peek needs to recognise (`jsonrpc`).
 const KEY_BYTES: usize = 8;
 
@@ -169,6 +180,15 @@ pub(crate) struct Validator {
     fed: u64,
     /// The first error; once set the line is rejected and feeding stops.
     error: Option<JsonError>,
+    /// Set by [`Validator::feed_line`], which may be fed past the line's
+    /// end: a `\n` after the top-level object then ends the feed, its line
+    /// offset kept in `line_end`. Other feeds never see a `\n` (the framer
+    /// hands over lines without theirs).
+    stop_at_newline: bool,
+    line_end: u64,
+    /// Whether a `\n` was skipped as whitespace inside the object: the line
+    /// ended there, and `feed_line` has read past its end.
+    newline_inside: bool,
 
     // Envelope peek. Why these exist: a host must be able to route a message,
     // and fail the right request when a response is too large, without
@@ -227,6 +247,9 @@ impl Validator {
             in_key: false,
             fed: 0,
             error: None,
+            stop_at_newline: false,
+            line_end: u64::MAX,
+            newline_inside: false,
             key: [0; KEY_BYTES],
             key_len: 0,
             key_too_long: false,
@@ -251,6 +274,9 @@ impl Validator {
         self.in_key = false;
         self.fed = 0;
         self.error = None;
+        self.stop_at_newline = false;
+        self.line_end = u64::MAX;
+        self.newline_inside = false;
         self.field = Field::Other;
         self.capture = Capture::None;
         self.capture_from = 0;
@@ -392,6 +418,37 @@ impl Validator {
             };
             self.error = Some(e);
             Err(e)
+        }
+    }
+
+    /// Feeds the start of a line that may run on past the line's end
+    /// (`bytes` holds no piece of the line yet fed): the framer's way to
+    /// find where a valid line ends without looking for the newline first.
+    ///
+    /// - [`LineStart::Whole`]`(n)`: the top-level object ended, followed by
+    ///   whitespace only up to the newline at `bytes[n]`, the first newline
+    ///   in `bytes`, and nothing after it was read. The validator is then as
+    ///   if exactly the line had been fed: [`Validator::finish`] accepts it,
+    ///   the envelope is recorded.
+    /// - [`LineStart::Fed`]: no newline in `bytes` and no error: all of it is
+    ///   the line's, fed as [`Validator::feed`] would have.
+    /// - [`LineStart::Unknown`]: anything else (an error, which may belong
+    ///   to the next line; a newline inside the object, where the line ends
+    ///   unfinished). The validator must be reset and the line fed again
+    ///   once its end is known.
+    pub(crate) fn feed_line(&mut self, bytes: &[u8]) -> LineStart {
+        let start = self.fed;
+        self.stop_at_newline = true;
+        let fed = self.feed(bytes);
+        self.stop_at_newline = false;
+        match fed {
+            _ if self.newline_inside => LineStart::Unknown,
+            Ok(()) if self.line_end != u64::MAX => {
+                self.fed = self.line_end;
+                LineStart::Whole((self.line_end - start) as usize)
+            }
+            Ok(()) => LineStart::Fed,
+            Err(_) => LineStart::Unknown,
         }
     }
 
@@ -560,6 +617,10 @@ impl Validator {
                                 break Err((UnexpectedByte, i));
                             }
                         };
+                    }
+                    State::Done if b == b'\n' && self.stop_at_newline => {
+                        self.line_end = self.fed + i as u64;
+                        break Ok(());
                     }
                     State::Done => break Err((TrailingCharacters, i)),
                 }
@@ -781,6 +842,7 @@ impl Validator {
                         && at == i
                         && bytes.get(i).is_some_and(|&b| is_whitespace(b)) =>
                 {
+                    self.newline_inside |= bytes[i] == b'\n';
                     i += 1
                 }
                 other => break other,

@@ -450,6 +450,77 @@ fn adversarial_streams_agree_with_the_reference() {
     }
 }
 
+/// A line that starts a piece with `{` is read by the validator before its
+/// newline is looked for: the events must not show it, whatever lies after
+/// the object and wherever the pushes end.
+#[test]
+fn lines_read_before_their_newline_give_the_same_events() {
+    let streams: [&[u8]; 15] = [
+        b"{\"id\":1,\"result\":{}}\n{\"id\":2,\"result\":{}}\n",
+        b"{\"id\":1}\r\n{\"id\":2} \t\r\n{\"id\":3}\r\r\n{\"id\":4}\n",
+        // A newline inside the object: two lines, neither JSON on its own.
+        b"{\"id\":1,\n\"result\":{}}\n{\"id\":2}\n",
+        b"{\"id\":1,\r\n\"result\":2}\n",
+        b"{\"a\":\n1}\n{\"b\":[\n]}\n{}\n",
+        // Two objects on one line, and one after whitespace.
+        b"{\"id\":1}{\"id\":2}\n{\"id\":3} {}\n{\"id\":4}\n",
+        // Malformed, then valid: the first must not swallow the second.
+        b"{\"id\":1,\"result\":tru}\n{\"id\":2}\n{\"id\":\"x\n\"}\n",
+        b"{\"id\":1\n{\"id\":2}\n{\n}\n",
+        // Blank lines and whitespace after the object, a last line at EOF.
+        b"{\"id\":1}\n\n\n  {\"id\":2}   \n{\"id\":3}",
+        b"{\"id\":1}\r",
+        // Multibyte text, and invalid UTF-8 after a valid line.
+        "{\"t\":\"ação 日本語 😀\",\"id\":7}\n{\"id\":8}\n".as_bytes(),
+        b"{\"id\":1}\n{\"t\":\"\xc3\x28\"}\n{\"id\":2}\n",
+        // Deeper than the limit, then fine.
+        b"{\"a\":[[[[[[[[[[1]]]]]]]]]]}\n{\"id\":2}\n",
+        // Exactly at the test limit of 24 bytes, one over, and a few under.
+        b"{\"id\":1,\"result\":12345}\n{\"id\":1,\"result\":123456}\n{\"id\":1,\"result\":1}\r\n",
+        // Cut by a limit of 7 right after its `\r`, which is not content.
+        b"{\"a\":1\r\n{\"a\":[1\r\n",
+    ];
+    for stream in streams {
+        for config in [
+            Config::default(),
+            limit(7),
+            limit(24),
+            limit(25),
+            Config::default().with_max_depth(4),
+        ] {
+            let expected = reference_outcomes(&config, stream, true);
+            let (whole, whole_stats) = run_split(config, stream, &[], true);
+            assert_eq!(
+                outcomes(&whole),
+                expected,
+                "{:?}",
+                String::from_utf8_lossy(stream)
+            );
+            for lengths in [&[1][..], &[2], &[3, 5], &[7], &[11, 1]] {
+                let (events, stats) = run_split(config, stream, lengths, true);
+                let context = format!("{:?} split {lengths:?}", String::from_utf8_lossy(stream));
+                // Every event, error positions and envelopes included.
+                assert_eq!(events, whole, "{context}");
+                assert_eq!(
+                    (
+                        stats.frames,
+                        stats.malformed,
+                        stats.oversize,
+                        stats.largest_frame
+                    ),
+                    (
+                        whole_stats.frames,
+                        whole_stats.malformed,
+                        whole_stats.oversize,
+                        whole_stats.largest_frame
+                    ),
+                    "{context}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn keys_serde_cannot_make_a_string_of_do_not_hide_the_envelope() {
     // A lone surrogate escape is valid JSON grammar; `id` still routes.
