@@ -317,8 +317,11 @@ impl Framer {
         self.clean = None;
         let mut first_line = None;
         let mut at = 0;
+        // Lines are read before their newline is looked for only when they
+        // are validated (see `whole_line`).
+        let validate = self.config.json_validation();
         while at < chunk.len() {
-            if let Some(newline) = self.whole_line(chunk, at, sink) {
+            if validate && let Some(newline) = self.whole_line(chunk, at, sink) {
                 first_line.get_or_insert(newline);
                 self.pos += newline as u64 + 1;
                 at += newline + 1;
@@ -421,7 +424,7 @@ impl Framer {
             && self.content_len == 0
             && self.held == 0
             && !self.cr_held;
-        if chunk[at] != b'{' || !fresh || !self.config.json_validation() {
+        if chunk[at] != b'{' || !fresh {
             return None;
         }
         let len = (chunk.len() - at).min(self.config.max_frame_bytes());
