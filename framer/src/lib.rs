@@ -23,7 +23,9 @@
 //!   object) in the same pass that frames it, with memory proportional to the
 //!   nesting depth, and the JSON-RPC [`Envelope`] (`id`, `method`, `result` /
 //!   `error`) is recorded on the way so a host can route a message without
-//!   parsing it.
+//!   parsing it. A message inside a chunk is read once: the validator finds
+//!   where its object ends, and the newline after it (never reading past the
+//!   limit or the first newline), before anything looks for the newline.
 //! - **No IO, no clocks, no randomness, no `unsafe`.** The crate is `no_std`
 //!   with `alloc`; it builds for `wasm32` and is the core of the WebAssembly
 //!   component. Time, cancellation and processes belong to the host.
