@@ -98,6 +98,13 @@ pub struct Framer {
     /// costs one validation pass instead of one per message. `None` until a
     /// piece needs it.
     clean: Option<(usize, usize)>,
+    /// Whether this push still reads lines before their newline (see
+    /// `whole_line`): on with validation, off for the rest of the push after
+    /// a line that reading could not decide. Input that makes the validator
+    /// read on past a line's end (a newline inside an object, each line
+    /// leaving one open) then costs at most one extra pass over a chunk,
+    /// not one per line.
+    whole_lines: bool,
     validator: Validator,
     /// Whether a line rejected for its size still goes through the UTF-8
     /// check and the validator (none of its bytes kept), so that the
@@ -212,6 +219,7 @@ impl Framer {
             held: 0,
             utf8: Utf8Stream::default(),
             clean: None,
+            whole_lines: false,
             validator: Validator::new(config.max_depth()),
             follow: Follow::Off,
             prefed: 0,
@@ -222,6 +230,14 @@ impl Framer {
     /// The limits this framer was built with.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// Bytes fed to the JSON validator since creation, counting a byte
+    /// each time it is read (tests bound re-reading with it).
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn validator_bytes(&self) -> u64 {
+        self.validator.bytes_fed
     }
 
     /// Counters since creation or the last [`Framer::reset`].
@@ -317,11 +333,11 @@ impl Framer {
         self.clean = None;
         let mut first_line = None;
         let mut at = 0;
-        // Lines are read before their newline is looked for only when they
-        // are validated (see `whole_line`).
-        let validate = self.config.json_validation();
+        self.whole_lines = self.config.json_validation();
         while at < chunk.len() {
-            if validate && let Some(newline) = self.whole_line(chunk, at, sink) {
+            if self.whole_lines
+                && let Some(newline) = self.whole_line(chunk, at, sink)
+            {
                 first_line.get_or_insert(newline);
                 self.pos += newline as u64 + 1;
                 at += newline + 1;
@@ -416,9 +432,10 @@ impl Framer {
     /// and nothing past the first newline as part of the line, so the events
     /// are those of the general path. When the line does not end in what it
     /// read, what the validator has read stays fed (`prefed`), unless it
-    /// stopped at an error, which may lie past the line's end: it is then
-    /// reset and the general path feeds the line again (a malformed line is
-    /// validated twice, at most up to the limit).
+    /// stopped at an error, which may lie past the line's end, or crossed a
+    /// newline: it is then reset, the general path feeds the line again (a
+    /// malformed line is validated twice, at most up to the limit), and the
+    /// rest of the push takes the general path.
     fn whole_line<S: Sink>(&mut self, chunk: &[u8], at: usize, sink: &mut S) -> Option<usize> {
         let fresh = self.line == Line::Undecided
             && self.content_len == 0
@@ -460,6 +477,7 @@ impl Framer {
             }
             LineStart::Unknown => {
                 self.validator.reset();
+                self.whole_lines = false;
                 None
             }
         }

@@ -189,6 +189,10 @@ pub(crate) struct Validator {
     /// Whether a `\n` was skipped as whitespace inside the object: the line
     /// ended there, and `feed_line` has read past its end.
     newline_inside: bool,
+    /// Every byte ever fed, for the tests that bound how often a byte is
+    /// read (never reset).
+    #[cfg(feature = "testing")]
+    pub(crate) bytes_fed: u64,
 
     // Envelope peek. Why these exist: a host must be able to route a message,
     // and fail the right request when a response is too large, without
@@ -250,6 +254,8 @@ impl Validator {
             stop_at_newline: false,
             line_end: u64::MAX,
             newline_inside: false,
+            #[cfg(feature = "testing")]
+            bytes_fed: 0,
             key: [0; KEY_BYTES],
             key_len: 0,
             key_too_long: false,
@@ -472,6 +478,10 @@ impl Validator {
             return Err(e);
         }
         let n = bytes.len();
+        #[cfg(feature = "testing")]
+        {
+            self.bytes_fed += n as u64;
+        }
         let mut i = 0;
         let mut state = self.state;
         let outcome = loop {

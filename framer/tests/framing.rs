@@ -521,6 +521,30 @@ fn lines_read_before_their_newline_give_the_same_events() {
     }
 }
 
+/// Lines that each leave an object open are one valid continuation of the
+/// first: reading each line before its newline would read on to the end of
+/// the chunk from every one of them. After the first such line the push
+/// takes the general path, so no byte is read more than twice.
+#[test]
+fn lines_read_before_their_newline_are_read_at_most_twice() {
+    let line = format!("{{\"p\":\"{}\",\"a\":\n", "x".repeat(480));
+    let stream = line.repeat(2048);
+    let mut framer = Framer::new(Config::default());
+    let mut malformed = 0;
+    for chunk in stream.as_bytes().chunks(64 << 10) {
+        framer.push(chunk, |e| {
+            malformed += usize::from(matches!(e, Event::Malformed { .. }))
+        });
+    }
+    assert_eq!(malformed, 2048);
+    let fed = framer.validator_bytes();
+    assert!(
+        fed <= 2 * stream.len() as u64,
+        "the validator read {fed} bytes of a {}-byte stream",
+        stream.len()
+    );
+}
+
 #[test]
 fn keys_serde_cannot_make_a_string_of_do_not_hide_the_envelope() {
     // A lone surrogate escape is valid JSON grammar; `id` still routes.
