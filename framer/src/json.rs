@@ -180,12 +180,12 @@ pub(crate) struct Validator {
     fed: u64,
     /// The first error; once set the line is rejected and feeding stops.
     error: Option<JsonError>,
-    /// Set by [`Validator::feed_line`], which may be fed past the line's
-    /// end: a `\n` after the top-level object then ends the feed, its line
-    /// offset kept in `line_end`. Other feeds never see a `\n` (the framer
-    /// hands over lines without theirs).
+    /// Set while [`Validator::feed_line`] feeds, which may be past the
+    /// line's end: a `\n` after the top-level object then ends the feed, its
+    /// line offset kept in `line_end`. Other feeds never see a `\n` (the
+    /// framer hands over lines without theirs).
     stop_at_newline: bool,
-    line_end: u64,
+    line_end: Option<u64>,
     /// Whether a `\n` was skipped as whitespace inside the object: the line
     /// ended there, and `feed_line` has read past its end.
     newline_inside: bool,
@@ -252,7 +252,7 @@ impl Validator {
             fed: 0,
             error: None,
             stop_at_newline: false,
-            line_end: u64::MAX,
+            line_end: None,
             newline_inside: false,
             #[cfg(feature = "testing")]
             bytes_fed: 0,
@@ -280,8 +280,7 @@ impl Validator {
         self.in_key = false;
         self.fed = 0;
         self.error = None;
-        self.stop_at_newline = false;
-        self.line_end = u64::MAX;
+        self.line_end = None;
         self.newline_inside = false;
         self.field = Field::Other;
         self.capture = Capture::None;
@@ -449,11 +448,13 @@ impl Validator {
         self.stop_at_newline = false;
         match fed {
             _ if self.newline_inside => LineStart::Unknown,
-            Ok(()) if self.line_end != u64::MAX => {
-                self.fed = self.line_end;
-                LineStart::Whole((self.line_end - start) as usize)
-            }
-            Ok(()) => LineStart::Fed,
+            Ok(()) => match self.line_end {
+                Some(end) => {
+                    self.fed = end;
+                    LineStart::Whole((end - start) as usize)
+                }
+                None => LineStart::Fed,
+            },
             Err(_) => LineStart::Unknown,
         }
     }
@@ -629,7 +630,7 @@ impl Validator {
                         };
                     }
                     State::Done if b == b'\n' && self.stop_at_newline => {
-                        self.line_end = self.fed + i as u64;
+                        self.line_end = Some(self.fed + i as u64);
                         break Ok(());
                     }
                     State::Done => break Err((TrailingCharacters, i)),
