@@ -645,6 +645,22 @@ impl Validator {
                         if bytes.get(i) != Some(&b'"') {
                             continue 'scan;
                         }
+                        if self.depth == 1
+                            && let Some(member) = bytes.get(i..i + JSONRPC_MEMBER.len())
+                            && member == JSONRPC_MEMBER
+                        {
+                            // The member every message has, as every
+                            // serialiser writes it: taken whole.
+                            self.field = Field::JsonRpc;
+                            // `2.0`, between the quotes at 10 and 14.
+                            self.jsonrpc = Some(Span {
+                                start: self.fed + i as u64 + 11,
+                                end: self.fed + i as u64 + 14,
+                            });
+                            i += JSONRPC_MEMBER.len();
+                            state = State::ObjectKey;
+                            continue;
+                        }
                         let start = i + 1;
                         let run = plain_run(bytes, start);
                         if self.depth > 1 {
@@ -1220,6 +1236,11 @@ static NOT_SIMPLE: [u8; 256] = {
     table
 };
 
+/// `"jsonrpc":"2.0",` as compact serialisers write it, not last: sixteen
+/// bytes that every JSON-RPC 2.0 message has, compared in one step at a
+/// top-level key instead of read as a key, a colon, a string and a comma.
+const JSONRPC_MEMBER: &[u8; 16] = br#""jsonrpc":"2.0","#;
+
 /// Bits at the odd positions of a 64-byte block.
 const ODD_BITS: u64 = 0xAAAA_AAAA_AAAA_AAAA;
 
@@ -1591,6 +1612,44 @@ mod tests {
     /// bytes compared at once, escapes, a zero byte, the end of the piece):
     /// whole, cut anywhere in two and byte by byte they give the same
     /// verdict and envelope.
+    /// `"jsonrpc":"2.0",` is taken in one step at a top-level key (see
+    /// `JSONRPC_MEMBER`). Wherever it stands and however the line is cut,
+    /// the verdict and the envelope are those of reading it token by token
+    /// (one byte at a time), and the recorded `jsonrpc` is where it is; last,
+    /// nested, spaced, repeated or cut, it is read token by token.
+    #[test]
+    fn the_jsonrpc_member_whole_or_token_by_token() {
+        // A line and where its `jsonrpc` value is (offset, length).
+        type Case = (&'static [u8], Option<(u64, u64)>);
+        let lines: &[Case] = &[
+            (br#"{"jsonrpc":"2.0","id":1}"#, Some((12, 3))),
+            (br#"{"id":1,"jsonrpc":"2.0","method":"m"}"#, Some((19, 3))),
+            (br#"{"id":1,"jsonrpc":"2.0"}"#, Some((19, 3))),
+            (
+                br#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":2}"#,
+                Some((28, 3)),
+            ),
+            (br#"{"jsonrpc":"2.0","jsonrpc":"x"}"#, Some((28, 1))),
+            (br#"{"jsonrpc":"2.0","jsonrpc":3}"#, None),
+            (br#"{"a":{"jsonrpc":"2.0","b":1},"c":2}"#, None),
+            (br#"{"jsonrpc": "2.0","id":1}"#, Some((13, 3))),
+            (br#"{"jsonrpc":"2.0","#, Some((12, 3))),
+            (br#"{"jsonrpc":"2.0",}"#, Some((12, 3))),
+        ];
+        for &(line, jsonrpc) in lines {
+            let text = String::from_utf8_lossy(line);
+            let whole = feed_cut(line, &[]);
+            let bytewise = feed_cut(line, &(1..line.len()).collect::<Vec<_>>());
+            assert_eq!(whole, bytewise, "{text}");
+            for cut in 0..=line.len() {
+                assert_eq!(feed_cut(line, &[cut]), whole, "cut {cut}: {text}");
+            }
+            assert_eq!(whole.1.jsonrpc, jsonrpc, "{text}");
+            let valid = serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok();
+            assert_eq!(whole.0.is_ok(), valid, "{text}");
+        }
+    }
+
     #[test]
     fn top_level_keys_at_any_split() {
         let lines: &[&[u8]] = &[
