@@ -1276,8 +1276,8 @@ fn string_run(bytes: &[u8], at: usize) -> usize {
         Some(b'\\') => at + first,
         _ => return at + first,
     };
-    while let Some(block) = bytes.get(i..i + 64) {
-        let (stop, backslash) = block_masks(block.try_into().expect("64 bytes"));
+    while let Some(block) = bytes[i..].first_chunk::<64>() {
+        let (stop, backslash) = block_masks(block);
         // A run of backslashes that reaches the block's end may go on in
         // the next bytes: the block ends where the run starts.
         let (backslash, limit) = if backslash >> 63 == 0 {
