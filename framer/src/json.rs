@@ -1282,6 +1282,9 @@ fn string_run(bytes: &[u8], at: usize) -> usize {
         // the next bytes: the block ends where the run starts.
         let (backslash, limit) = if backslash >> 63 == 0 {
             (backslash, 64)
+        } else if backslash == u64::MAX {
+            // Sixty-four backslashes: the caller takes them two at a time.
+            return i;
         } else {
             let limit = 64 - backslash.leading_ones();
             (backslash & low_bits(limit), limit)
@@ -1310,10 +1313,6 @@ fn string_run(bytes: &[u8], at: usize) -> usize {
         }
         if end < limit {
             return i + end as usize;
-        }
-        if limit == 0 {
-            // Sixty-four backslashes: the caller takes them two at a time.
-            return i;
         }
         i += limit as usize;
     }
