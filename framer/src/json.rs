@@ -1297,14 +1297,13 @@ fn string_run(bytes: &[u8], at: usize) -> usize {
         let mut others = checked;
         // The bits of escaped bytes that are not one-character escapes.
         let mut bad = 0u64;
+        let not_simple = |at: u32| u64::from(NOT_SIMPLE[usize::from(block[at as usize])]) << at;
         for _ in 0..3 {
-            let at = (others | 1 << 63).trailing_zeros();
-            bad |= u64::from(NOT_SIMPLE[usize::from(block[at as usize])]) << at;
+            bad |= not_simple((others | 1 << 63).trailing_zeros());
             others &= others.wrapping_sub(1);
         }
         while others != 0 {
-            let at = others.trailing_zeros();
-            bad |= u64::from(NOT_SIMPLE[usize::from(block[at as usize])]) << at;
+            bad |= not_simple(others.trailing_zeros());
             others &= others - 1;
         }
         let bad = bad & checked;
