@@ -79,6 +79,7 @@ mod framer;
 mod json;
 pub mod owned;
 pub mod packed;
+pub mod splice;
 mod stats;
 #[cfg(feature = "testing")]
 pub mod testing;
