@@ -592,13 +592,14 @@ async fn hostile_reads_get_bounded_answers_and_searches_move_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resource_lists_go_to_the_server_and_old_revisions_get_no_links() {
+async fn what_the_proxy_announces_it_serves_and_old_revisions_get_no_links() {
     let tmp = TempDir::new("handshake");
     let Some(session) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp.0).await else {
         return;
     };
     // The fixture announces no resources; the proxy adds the capability
-    // (for its links) but leaves resources/list to the server.
+    // (for its links) and so answers every resource method itself: none
+    // reaches a server that never announced them (it would answer -32601).
     let mut params = initialize_params();
     params["protocolVersion"] = json!("2025-03-26");
     let init = within(
@@ -610,15 +611,34 @@ async fn resource_lists_go_to_the_server_and_old_revisions_get_no_links() {
     .expect("initialize");
     assert_eq!(init.result["protocolVersion"], "2025-03-26");
     assert!(init.result["capabilities"]["resources"].is_object());
-    match within(
-        10,
-        "resources/list",
-        session.call("resources/list", json!({}), opts(5)),
-    )
-    .await
-    {
-        Err(CallError::JsonRpc { code, .. }) => assert_eq!(code, -32601, "the server's own answer"),
-        other => panic!("expected the server's method-not-found, got {other:?}"),
+    let call = |method: &'static str, params: Value| {
+        let session = &session;
+        async move { within(10, method, session.call(method, params, opts(5))).await }
+    };
+    let listed = call("resources/list", json!({}))
+        .await
+        .expect("resources/list");
+    assert_eq!(listed.result, json!({"resources": []}));
+    let templates = call("resources/templates/list", json!({}))
+        .await
+        .expect("resources/templates/list");
+    assert_eq!(templates.result, json!({"resourceTemplates": []}));
+    match call("resources/subscribe", json!({"uri": "file:///x"})).await {
+        Err(CallError::JsonRpc { code, message, .. }) => {
+            assert_eq!(code, -32601);
+            assert!(
+                message.contains("subscriptions are not offered"),
+                "{message}"
+            );
+        }
+        other => panic!("expected the proxy's refusal, got {other:?}"),
+    }
+    match call("resources/read", json!({"uri": "file:///etc/hostname"})).await {
+        Err(CallError::JsonRpc { code, message, .. }) => {
+            assert_eq!(code, -32002, "{message}");
+            assert!(message.contains("not a drainpipe result URI"), "{message}");
+        }
+        other => panic!("expected the proxy's not found, got {other:?}"),
     }
     // 2025-03-26 has no resource_link: a cut result is condensed, with
     // no link and nothing kept.
@@ -636,6 +656,82 @@ async fn resource_lists_go_to_the_server_and_old_revisions_get_no_links() {
         })
         .sum();
     assert_eq!(kept, 0, "nothing kept");
+    shutdown_clean(&session).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_list_pages_through_every_value_kept() {
+    let tmp = TempDir::new("list");
+    let Some(session) = proxied(&["--clip", "8KiB", "--metrics", "none"], &tmp.0).await else {
+        return;
+    };
+    within(
+        10,
+        "initialize",
+        session.call("initialize", initialize_params(), opts(5)),
+    )
+    .await
+    .expect("initialize");
+    // Each echo cuts two values (the arguments' JSON in content, the text
+    // in structuredContent): more than one page of an 8 KiB budget.
+    let mut linked = Vec::new();
+    for i in 0..40 {
+        let result = echo(&session, &format!("{i} {}", lines_text(20_000))).await;
+        for block in result["content"].as_array().expect("content") {
+            if block["type"] == "resource_link" {
+                linked.push(block["uri"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    linked.sort();
+    linked.dedup();
+    assert!(linked.len() >= 80, "{} values linked", linked.len());
+    let mut listed = Vec::new();
+    let mut pages = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let page = within(
+            10,
+            "resources/list",
+            session.call("resources/list", params, opts(5)),
+        )
+        .await
+        .expect("resources/list");
+        pages += 1;
+        assert!(pages <= 100, "resources/list does not end");
+        for resource in page.result["resources"].as_array().expect("resources") {
+            assert_eq!(resource["mimeType"], "text/plain", "{resource}");
+            assert!(resource["size"].as_u64().unwrap() > 0, "{resource}");
+            listed.push(resource["uri"].as_str().unwrap().to_string());
+        }
+        match page.result.get("nextCursor").and_then(Value::as_str) {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert!(pages >= 2, "{pages} page(s) for {} values", listed.len());
+    let mut sorted = listed.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), listed.len(), "a value listed twice");
+    assert_eq!(
+        sorted, linked,
+        "every linked value, and only those, is listed"
+    );
+    match within(
+        10,
+        "resources/list",
+        session.call("resources/list", json!({"cursor": "not ours"}), opts(5)),
+    )
+    .await
+    {
+        Err(CallError::JsonRpc { code, .. }) => assert_eq!(code, -32602),
+        other => panic!("a foreign cursor is invalid params, got {other:?}"),
+    }
     shutdown_clean(&session).await;
 }
 

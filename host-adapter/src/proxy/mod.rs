@@ -205,6 +205,8 @@ pub async fn run(
         reads: Arc::new(tokio::sync::Semaphore::new(4)),
         server_tool: Arc::new(AtomicBool::new(false)),
         links: Arc::new(AtomicBool::new(true)),
+        resources_added: Arc::new(AtomicBool::new(false)),
+        discovery: Arc::default(),
         waiting: Arc::new(AtomicUsize::new(0)),
     });
     // Fired by a reader whose framer failed: the proxy ends as if stopped.
@@ -318,7 +320,13 @@ pub async fn run(
         .await
         .is_ok();
     let _ = tokio::time::timeout(config.shutdown.after_kill, stderr_pump).await;
-    let waiting = in_flight.lock().expect("in flight").drain();
+    let mut waiting = in_flight.lock().expect("in flight").drain();
+    // The proxy's own server/discover is nobody's to answer; the resource
+    // requests held for its answer are the host's.
+    waiting.retain(|id| id.as_slice() != route::PROBE_ID);
+    if let Some(spill) = &spill_route {
+        waiting.extend(spill.discovery.lock().expect("discovery").drain_held());
+    }
     let reason = match status {
         Some(status) => format!("the server ended ({status}) without answering"),
         None => "the server could not be reaped".to_string(),

@@ -25,6 +25,10 @@ use tokio::io::AsyncRead;
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
 
+mod discover;
+
+pub(crate) use discover::{Discovery, PROBE_ID};
+
 use super::ProxyConfig;
 use super::batch::{BatchCapture, Captured, request_ids};
 use super::metrics::{DirectionMetrics, ProxyMetrics};
@@ -130,6 +134,9 @@ pub(crate) enum Kind {
     /// `initialize` or `server/discover`: `resources` is added to the
     /// capabilities.
     Handshake,
+    /// The proxy's own `server/discover` (see `discover`): its answer is
+    /// read, never forwarded.
+    Probe,
     Other,
 }
 
@@ -196,6 +203,13 @@ pub(crate) struct SpillRoute {
     /// The revision settled on has `resource_link` (2025-06-18 and later,
     /// or no `initialize` seen): else nothing is spilled or linked.
     pub(crate) links: Arc<AtomicBool>,
+    /// The proxy added `resources` to the capabilities (the server
+    /// announced none): the resource methods are then the proxy's to
+    /// answer, and none of them reaches the server.
+    pub(crate) resources_added: Arc<AtomicBool>,
+    /// Whether the server's handshake was seen, and the resource requests
+    /// waiting for the proxy's own `server/discover` (see `discover`).
+    pub(crate) discovery: Arc<Mutex<Discovery>>,
     /// Reads taken and not yet answered: past [`SpillRoute::MAX_WAITING`]
     /// a read is refused at once.
     pub(crate) waiting: Arc<AtomicUsize>,
@@ -497,10 +511,19 @@ impl Router {
         match (self.direction, envelope.method, id) {
             (Direction::HostToServer, Some(method), Some(id)) => {
                 if let Some(spill) = &self.spill
-                    && let Some(own) =
-                        own_request(method, bytes, spill.server_tool.load(Ordering::Relaxed))
+                    && let Some(own) = own_request(
+                        method,
+                        bytes,
+                        spill.server_tool.load(Ordering::Relaxed),
+                        spill.resources_added.load(Ordering::Relaxed),
+                    )
                 {
                     self.answer_own(spill.clone(), own, id);
+                    return;
+                }
+                if let Some(spill) = self.spill.clone()
+                    && self.discover_or_hold(&spill, method, bytes, &id)
+                {
                     return;
                 }
                 let discover = method == b"server/discover";
@@ -551,9 +574,13 @@ impl Router {
                     }
                     taken
                 };
-                if let Some((host_id, kind)) = taken
+                if let Some((_, Kind::Probe)) = taken {
+                    self.settle_probe(bytes, envelope.has_result);
+                    return;
+                }
+                if let Some((_, kind)) = taken
                     && envelope.has_result
-                    && self.announce_spill(bytes, &host_id, kind)
+                    && self.announce_spill(bytes, kind)
                 {
                     return;
                 }
@@ -573,8 +600,9 @@ impl Router {
 
     /// Adds what spilling needs to what the server announces: the
     /// `drainpipe_read` tool to the last page of `tools/list`, `resources`
-    /// to the capabilities. Returns whether the line went on changed.
-    fn announce_spill(&mut self, bytes: &[u8], host_id: &[u8], kind: Kind) -> bool {
+    /// to the capabilities, spliced into the server's own bytes. Returns
+    /// whether the line went on changed.
+    fn announce_spill(&mut self, bytes: &[u8], kind: Kind) -> bool {
         let Some(spill) = &self.spill else {
             return false;
         };
@@ -582,7 +610,7 @@ impl Router {
         let changed = match kind {
             // The server's own tool, seen on an earlier page, wins.
             Kind::ToolsList if spill.server_tool.load(Ordering::Relaxed) => None,
-            Kind::ToolsList => match add_read_tool(bytes, host_id) {
+            Kind::ToolsList => match add_read_tool(bytes) {
                 ToolsList::Added(line) => Some(line),
                 ToolsList::ServerHasOne => {
                     spill.server_tool.store(true, Ordering::Relaxed);
@@ -594,7 +622,8 @@ impl Router {
                 ToolsList::Unchanged => None,
             },
             Kind::Handshake => {
-                let said = handshake(bytes, host_id);
+                spill.discovery.lock().expect("discovery").settle();
+                let said = handshake(bytes);
                 if let Some(revision) = &said.protocol
                     && !has_resource_links(revision)
                 {
@@ -602,6 +631,12 @@ impl Router {
                     self.sink.line(&format!(
                         "protocol {revision} has no resource_link: what --clip cuts is not kept"
                     ));
+                }
+                if said.line.as_ref().is_some_and(|line| line.len() <= max) {
+                    spill.resources_added.store(true, Ordering::Relaxed);
+                    self.sink.line(
+                        "the server announces no resources: the proxy added the capability and answers the resource methods itself",
+                    );
                 }
                 said.line
             }

@@ -101,6 +101,40 @@ impl SpillStore {
     }
 }
 
+/// A value that can be read now, for `resources/list`.
+pub(crate) struct Listed {
+    /// The order values were kept in.
+    pub(crate) file: u64,
+    /// Its name in URIs (`<n>/<k>`).
+    pub(crate) name: String,
+    pub(crate) mime: String,
+    /// Its decoded size.
+    pub(crate) size: u64,
+}
+
+impl SpillStore {
+    /// Every value that can be read now (complete, not evicted), in the
+    /// order they were kept, then by name.
+    pub(crate) fn listing(&self) -> Vec<Listed> {
+        let state = self.shared.state();
+        let mut listed: Vec<Listed> = state
+            .links
+            .iter()
+            .filter_map(|(name, (file, mime))| match state.files.get(file)?.state {
+                FileState::Complete { len } => Some(Listed {
+                    file: *file,
+                    name: name.clone(),
+                    mime: mime.clone(),
+                    size: len,
+                }),
+                _ => None,
+            })
+            .collect();
+        listed.sort_by(|a, b| (a.file, &a.name).cmp(&(b.file, &b.name)));
+        listed
+    }
+}
+
 /// Bytes a character takes on the wire inside a JSON string.
 fn wire_len(c: char) -> usize {
     match c {

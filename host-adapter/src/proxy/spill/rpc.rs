@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use super::read::{Lookup, parse_uri, shown, value_uri};
 use super::{SpillStore, URI_PREFIX};
 use drainpipe_framer::budget::SpillKind;
+use drainpipe_framer::splice::{Span, Splice};
 
 /// The tool's name.
 pub(crate) const READ_TOOL: &str = "drainpipe_read";
@@ -20,6 +21,7 @@ pub(crate) const RANGE_KEY: &str = "io.drainpipe/range";
 /// params.
 const RESOURCE_NOT_FOUND: i64 = -32002;
 const INVALID_PARAMS: i64 = -32602;
+const METHOD_NOT_FOUND: i64 = -32601;
 /// Bytes of a response kept for all but the text: the envelope, the URIs
 /// (at most ~120 bytes each), `_meta`, a notice.
 const OVERHEAD: usize = 2048;
@@ -30,41 +32,81 @@ const PATTERN_MEMORY: usize = 4 << 20;
 /// A request the proxy answers itself.
 #[derive(Debug)]
 pub(crate) enum Own {
-    /// `resources/read` of a `drainpipe:` URI.
+    /// `resources/read` of a `drainpipe:` URI, or of any URI when the
+    /// proxy announced the resources.
     ReadResource { uri: String, modern: bool },
     /// `tools/call` of `drainpipe_read`.
     ReadTool { arguments: Value, modern: bool },
+    /// `resources/list` when the proxy announced the resources: the values
+    /// it keeps now, a page at a time.
+    ListResources {
+        cursor: Option<String>,
+        modern: bool,
+    },
+    /// `resources/templates/list` when the proxy announced the resources:
+    /// it has none.
+    ListTemplates { modern: bool },
+    /// `resources/subscribe` or `resources/unsubscribe` when the proxy
+    /// announced the resources: not offered (the capability it adds does
+    /// not say `subscribe`, and a kept value never changes).
+    Subscribe { modern: bool },
 }
 
 /// Whether the request `frame` (`method`) is one the proxy answers itself.
-/// `server_tool`: the server has its own `drainpipe_read`. Everything else,
-/// `resources/list` included, goes to the server as it is.
-pub(crate) fn own_request(method: &[u8], frame: &[u8], server_tool: bool) -> Option<Own> {
+/// `server_tool`: the server has its own `drainpipe_read`;
+/// `resources_added`: the server announced no resources and the proxy did,
+/// so every resource method is the proxy's (none reaches a server that did
+/// not announce it). Everything else goes to the server as it is.
+pub(crate) fn own_request(
+    method: &[u8],
+    frame: &[u8],
+    server_tool: bool,
+    resources_added: bool,
+) -> Option<Own> {
     // Looked for as written: a JSON writer may escape the URI's slashes.
     let wanted: &[u8] = match method {
+        b"resources/read"
+        | b"resources/list"
+        | b"resources/templates/list"
+        | b"resources/subscribe"
+        | b"resources/unsubscribe"
+            if resources_added =>
+        {
+            b""
+        }
         b"resources/read" => b"drainpipe:",
         b"tools/call" if !server_tool => READ_TOOL.as_bytes(),
         _ => return None,
     };
     memchr::memmem::find(frame, wanted)?;
     let message: Value = serde_json::from_slice(frame).ok()?;
-    let params = message.get("params")?;
+    let params = message.get("params");
     // 2026-07-28: the request carries the protocol envelope; the answer
     // then carries `resultType`.
     let modern = params
-        .get("_meta")
+        .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
         .is_some();
+    let text = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
     match method {
         b"resources/read" => {
-            let uri = params.get("uri")?.as_str()?;
-            uri.starts_with(URI_PREFIX).then(|| Own::ReadResource {
+            let uri = text("uri").unwrap_or_default();
+            (resources_added || uri.starts_with(URI_PREFIX)).then(|| Own::ReadResource {
                 uri: uri.to_string(),
                 modern,
             })
         }
-        _ => (params.get("name")?.as_str()? == READ_TOOL).then(|| Own::ReadTool {
-            arguments: params.get("arguments").cloned().unwrap_or(Value::Null),
+        b"resources/list" => Some(Own::ListResources {
+            cursor: text("cursor").map(str::to_string),
+            modern,
+        }),
+        b"resources/templates/list" => Some(Own::ListTemplates { modern }),
+        b"resources/subscribe" | b"resources/unsubscribe" => Some(Own::Subscribe { modern }),
+        _ => (text("name")? == READ_TOOL).then(|| Own::ReadTool {
+            arguments: params
+                .and_then(|p| p.get("arguments"))
+                .cloned()
+                .unwrap_or(Value::Null),
             modern,
         }),
     }
@@ -79,6 +121,21 @@ pub(crate) fn answer(store: &SpillStore, own: Own, id: &[u8], budget: usize) -> 
         Own::ReadTool { arguments, modern } => {
             (Ok(read_tool(store, &arguments, max_wire)), modern, false)
         }
+        Own::ListResources { cursor, modern } => (
+            list_resources(store, cursor.as_deref(), max_wire),
+            modern,
+            true,
+        ),
+        Own::ListTemplates { modern } => (Ok(json!({"resourceTemplates": []})), modern, true),
+        Own::Subscribe { modern } => (
+            Err((
+                METHOD_NOT_FOUND,
+                "resource subscriptions are not offered: drainpipe announced the resources only to serve the values it keeps, and a kept value never changes".into(),
+                json!({}),
+            )),
+            modern,
+            false,
+        ),
     };
 
     let mut line = Vec::with_capacity(1024);
@@ -99,7 +156,7 @@ pub(crate) fn answer(store: &SpillStore, own: Own, id: &[u8], budget: usize) -> 
             line.extend_from_slice(b",\"result\":");
             let _ = serde_json::to_writer(&mut line, &result);
         }
-        Err((code, message, uri)) => {
+        Err((code, message, data)) => {
             // 2026-07-28 answers a missing resource with invalid params;
             // the 2025 revisions with their own code.
             let code = if modern && code == RESOURCE_NOT_FOUND {
@@ -108,7 +165,7 @@ pub(crate) fn answer(store: &SpillStore, own: Own, id: &[u8], budget: usize) -> 
                 code
             };
             line.extend_from_slice(b",\"error\":");
-            let error = json!({"code": code, "message": message, "data": {"uri": uri}});
+            let error = json!({"code": code, "message": message, "data": data});
             let _ = serde_json::to_writer(&mut line, &error);
         }
     }
@@ -116,7 +173,72 @@ pub(crate) fn answer(store: &SpillStore, own: Own, id: &[u8], budget: usize) -> 
     line
 }
 
-type Failure = (i64, String, String);
+/// An error answer: its code, message and `data`.
+type Failure = (i64, String, Value);
+
+/// Values listed on one `resources/list` page, at most.
+const LIST_PAGE: usize = 100;
+
+/// `resources/list`: the values kept now, oldest first, a page at a time
+/// (within `max_wire` bytes and [`LIST_PAGE`] values). The cursor names
+/// the last value of the page before, so a value evicted in between moves
+/// no other one onto another page.
+fn list_resources(
+    store: &SpillStore,
+    cursor: Option<&str>,
+    max_wire: usize,
+) -> Result<Value, Failure> {
+    let after = match cursor {
+        None => None,
+        Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
+            (
+                INVALID_PARAMS,
+                format!("{}: not a cursor of this proxy", shown(cursor, MAX_ECHO)),
+                json!({"cursor": shown(cursor, MAX_ECHO)}),
+            )
+        })?),
+    };
+    let mut resources = Vec::new();
+    let mut used = 64;
+    let mut last: Option<(u64, String)> = None;
+    let mut more = false;
+    for listed in store.listing() {
+        if after
+            .as_ref()
+            .is_some_and(|(file, name)| (listed.file, &listed.name) <= (*file, name))
+        {
+            continue;
+        }
+        let resource = json!({
+            "uri": value_uri(&listed.name, None),
+            "name": format!("drainpipe result {}", listed.name),
+            "mimeType": listed.mime,
+            "size": listed.size,
+        });
+        let len = resource.to_string().len() + 1;
+        if resources.len() == LIST_PAGE || used + len > max_wire {
+            more = true;
+            break;
+        }
+        used += len;
+        resources.push(resource);
+        last = Some((listed.file, listed.name));
+    }
+    let next = last
+        .filter(|_| more)
+        .map(|(file, name)| format!("{file}:{name}"));
+    let mut result = json!({ "resources": resources });
+    if let Some(next) = next {
+        result["nextCursor"] = json!(next);
+    }
+    Ok(result)
+}
+
+/// The cursor `<file>:<name>` of a `resources/list` page.
+fn parse_cursor(cursor: &str) -> Option<(u64, String)> {
+    let (file, name) = cursor.split_once(':')?;
+    (name.len() <= 64).then(|| Some((file.parse().ok()?, name.to_string())))?
+}
 
 /// `resources/read`: one page, and the next page's URI.
 fn read_resource(store: &SpillStore, uri: &str, max_wire: usize) -> Result<Value, Failure> {
@@ -125,7 +247,7 @@ fn read_resource(store: &SpillStore, uri: &str, max_wire: usize) -> Result<Value
         (
             RESOURCE_NOT_FOUND,
             format!("{echoed}: {why}"),
-            echoed.to_string(),
+            json!({"uri": echoed}),
         )
     };
     let Some((name, offset)) = parse_uri(uri) else {
@@ -145,7 +267,7 @@ fn read_resource(store: &SpillStore, uri: &str, max_wire: usize) -> Result<Value
         (
             -32603,
             format!("{uri}: reading it failed: {e}"),
-            uri.to_string(),
+            json!({"uri": uri}),
         )
     };
     let (content, next) = match value.kind {
@@ -304,30 +426,26 @@ fn read_tool(store: &SpillStore, arguments: &Value, max_wire: usize) -> Value {
     })
 }
 
-/// The tool the proxy adds to `tools/list`.
-pub(crate) fn read_tool_definition() -> Value {
-    json!({
-        "name": READ_TOOL,
-        "title": "Read the rest of a cut result",
-        "description": "Reads the full value of something drainpipe cut from a tool result to fit the context budget: pass the uri of its resource_link (drainpipe://result/...). Without pattern: the text from byte offset (default 0), at most length bytes (default: as much as fits). With pattern (a regular expression): the matching lines, each with its byte offset.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "uri": {"type": "string", "description": "The uri of a resource_link in a cut result."},
-                "offset": {"type": "integer", "minimum": 0, "description": "Byte offset in the UTF-8 text to start at (moved back to a character start)."},
-                "length": {"type": "integer", "minimum": 1, "description": "Bytes to read, or to search with pattern."},
-                "pattern": {"type": "string", "description": "A regular expression (Rust regex syntax): return the matching lines with their byte offsets."}
-            },
-            "required": ["uri"]
-        },
-        "annotations": {"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false}
-    })
-}
+/// The tool the proxy adds to `tools/list`, as it goes on the wire: its
+/// members in the order a host shows them (`name` first, the arguments in
+/// the order they are best given).
+pub(crate) const READ_TOOL_DEFINITION: &str = concat!(
+    r#"{"name":"drainpipe_read","title":"Read the rest of a cut result","#,
+    r#""description":"Reads the full value of something drainpipe cut from a tool result to fit the context budget: pass the uri of its resource_link (drainpipe://result/...). Without pattern: the text from byte offset (default 0), at most length bytes (default: as much as fits). With pattern (a regular expression): the matching lines, each with its byte offset.","#,
+    r#""inputSchema":{"type":"object","properties":{"#,
+    r#""uri":{"type":"string","description":"The uri of a resource_link in a cut result."},"#,
+    r#""offset":{"type":"integer","minimum":0,"description":"Byte offset in the UTF-8 text to start at (moved back to a character start)."},"#,
+    r#""length":{"type":"integer","minimum":1,"description":"Bytes to read, or to search with pattern."},"#,
+    r#""pattern":{"type":"string","description":"A regular expression (Rust regex syntax): return the matching lines with their byte offsets."}"#,
+    r#"},"required":["uri"]},"#,
+    r#""annotations":{"readOnlyHint":true,"idempotentHint":true,"openWorldHint":false}}"#
+);
 
 /// What adding the tool to a `tools/list` response came to.
 #[derive(Debug)]
 pub(crate) enum ToolsList {
-    /// The new response line (without a newline).
+    /// The new response line (without a newline): the server's bytes with
+    /// the tool appended to `tools`.
     Added(Vec<u8>),
     /// The server has a tool of that name: left alone.
     ServerHasOne,
@@ -335,49 +453,72 @@ pub(crate) enum ToolsList {
     Unchanged,
 }
 
-/// Adds `drainpipe_read` to a `tools/list` response on its last page,
-/// answering with the host's spelling of the id (`host_id`).
-pub(crate) fn add_read_tool(frame: &[u8], host_id: &[u8]) -> ToolsList {
-    let Some(mut result) = result_of(frame) else {
+/// Adds `drainpipe_read` to a `tools/list` response on its last page, by
+/// splicing: every byte the server wrote stays as it was (its member
+/// order, number spellings, escapes, whitespace, duplicates, its id).
+pub(crate) fn add_read_tool(frame: &[u8]) -> ToolsList {
+    let Some(result) = result_of(frame) else {
         return ToolsList::Unchanged;
     };
-    let last_page = result.get("nextCursor").is_none_or(Value::is_null);
-    let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+    let last_page = result
+        .member(frame, "nextCursor")
+        .is_none_or(|cursor| cursor.is_null(frame));
+    let Some(tools) = result
+        .member(frame, "tools")
+        .filter(|tools| tools.is_array(frame))
+    else {
         return ToolsList::Unchanged;
     };
-    if tools
-        .iter()
-        .any(|t| t.get("name").and_then(Value::as_str) == Some(READ_TOOL))
-    {
+    if tools.elements(frame).any(|tool| {
+        tool.member(frame, "name")
+            .is_some_and(|name| name.is(frame, READ_TOOL))
+    }) {
         // On any page: the server's own tool of that name wins.
         return ToolsList::ServerHasOne;
     }
     if !last_page {
         return ToolsList::Unchanged;
     }
-    tools.push(read_tool_definition());
-    ToolsList::Added(response(host_id, &result))
+    let mut splice = Splice::new();
+    splice.append_element(frame, tools, READ_TOOL_DEFINITION.as_bytes());
+    ToolsList::Added(splice.apply(frame))
 }
 
 /// What the server's `initialize` or `server/discover` result says.
 #[derive(Debug, Default)]
 pub(crate) struct Handshake {
-    /// The result with `resources` added to its capabilities, if it had
-    /// none.
+    /// The server's line with `"resources":{}` spliced into its
+    /// capabilities, if it announced no resources: the proxy then serves
+    /// the resource methods itself ([`own_request`]).
     pub(crate) line: Option<Vec<u8>>,
     /// The protocol revision it settled on (`initialize`), if it says.
     pub(crate) protocol: Option<String>,
 }
 
-/// Reads a handshake result and adds `resources: {}` to its capabilities
-/// if it has none.
-pub(crate) fn handshake(frame: &[u8], host_id: &[u8]) -> Handshake {
-    let protocol =
-        result_of(frame).and_then(|r| r.get("protocolVersion")?.as_str().map(str::to_string));
-    Handshake {
-        line: add_resources_capability(frame, host_id),
-        protocol,
-    }
+/// Reads a handshake result and splices `"resources":{}` into its
+/// capabilities (`"capabilities":{"resources":{}}` into the result if it
+/// has none) when it announces no resources.
+pub(crate) fn handshake(frame: &[u8]) -> Handshake {
+    let result = result_of(frame);
+    let protocol = result
+        .and_then(|r| r.member(frame, "protocolVersion"))
+        .and_then(|v| v.string(frame))
+        .map(|v| v.into_owned());
+    let line = result.and_then(|result| {
+        let mut splice = Splice::new();
+        match result.member(frame, "capabilities") {
+            None => splice.append_member(frame, result, "capabilities", br#"{"resources":{}}"#),
+            Some(capabilities) if capabilities.is_object(frame) => {
+                if capabilities.member(frame, "resources").is_some() {
+                    return None;
+                }
+                splice.append_member(frame, capabilities, "resources", b"{}");
+            }
+            Some(_) => return None,
+        }
+        Some(splice.apply(frame))
+    });
+    Handshake { line, protocol }
 }
 
 /// Whether a protocol revision has `resource_link` (2025-06-18 and later;
@@ -386,32 +527,13 @@ pub(crate) fn has_resource_links(revision: &str) -> bool {
     revision >= "2025-06-18"
 }
 
-fn add_resources_capability(frame: &[u8], host_id: &[u8]) -> Option<Vec<u8>> {
-    let mut result = result_of(frame)?;
-    let capabilities = result
-        .as_object_mut()?
-        .entry("capabilities")
-        .or_insert_with(|| json!({}));
-    let capabilities = capabilities.as_object_mut()?;
-    if capabilities.contains_key("resources") {
-        return None;
-    }
-    capabilities.insert("resources".into(), json!({}));
-    Some(response(host_id, &result))
+/// The `result` of a response, if it is an object (the last `result`
+/// member, as `JSON.parse` reads duplicates).
+fn result_of(frame: &[u8]) -> Option<Span> {
+    Span::whole(frame)?
+        .member(frame, "result")
+        .filter(|result| result.is_object(frame))
 }
 
-fn result_of(frame: &[u8]) -> Option<Value> {
-    let mut message: Value = serde_json::from_slice(frame).ok()?;
-    let result = message.get_mut("result")?.take();
-    result.is_object().then_some(result)
-}
-
-fn response(id: &[u8], result: &Value) -> Vec<u8> {
-    let mut line = Vec::new();
-    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    line.extend_from_slice(id);
-    line.extend_from_slice(b",\"result\":");
-    let _ = serde_json::to_writer(&mut line, result);
-    line.push(b'}');
-    line
-}
+#[cfg(test)]
+mod tests;
