@@ -59,7 +59,7 @@ async fn oversize_response_becomes_an_error_for_that_id() {
     .await;
     match outcome {
         Err(CallError::JsonRpc { code, message, .. }) => {
-            assert_eq!(code, -32001);
+            assert_eq!(code, drainpipe_host::proxy::TOO_LARGE);
             assert!(
                 message.contains("over the transport limit of 1048576 bytes"),
                 "{message}"
@@ -80,7 +80,13 @@ async fn oversize_response_becomes_an_error_for_that_id() {
     )
     .await;
     assert!(
-        matches!(outcome, Err(CallError::JsonRpc { code: -32001, .. })),
+        matches!(
+            outcome,
+            Err(CallError::JsonRpc {
+                code: drainpipe_host::proxy::TOO_LARGE,
+                ..
+            })
+        ),
         "{outcome:?}"
     );
     // Just below the limit passes whole.
@@ -386,7 +392,11 @@ fn host_messages_meet_the_same_limits() {
             .find(|m| m["id"] == id && (m.get("result").is_some() || m.get("error").is_some()))
             .unwrap_or_else(|| panic!("no answer for id {id} in:\n{}", done.stdout))
     };
-    assert_eq!(by_id(9)["error"]["code"], -32001);
+    assert_eq!(by_id(9)["error"]["code"], drainpipe_host::proxy::TOO_LARGE);
+    assert_eq!(
+        by_id(9)["error"]["data"]["drainpipe"]["reason"],
+        "too-large"
+    );
     assert_eq!(by_id(10)["error"]["code"], -32700);
     assert_eq!(
         by_id(11)["result"]["structuredContent"],
@@ -394,7 +404,7 @@ fn host_messages_meet_the_same_limits() {
     );
     assert_eq!(
         by_id(12)["error"]["code"],
-        -32002,
+        drainpipe_host::proxy::SERVER_GONE,
         "waiting when the server ended"
     );
     let answers = json_lines(&done.stdout);

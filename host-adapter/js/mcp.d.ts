@@ -9,11 +9,11 @@ import type { Stream, Writable } from 'node:stream';
 export type JSONRPCMessage = { jsonrpc: '2.0'; [key: string]: unknown };
 
 /** JSON-RPC error code for a message over the transport limit. */
-export declare const TOO_LARGE: -32001;
+export declare const TOO_LARGE: -31001;
 /** JSON-RPC error code for a server that ended (or closed stdout) without answering. */
-export declare const SERVER_GONE: -32002;
+export declare const SERVER_GONE: -31002;
 /** JSON-RPC error code for a result over the `clip` budget that could not be condensed. */
-export declare const OVER_BUDGET: -32003;
+export declare const OVER_BUDGET: -31003;
 /** JSON-RPC's code for an unparseable message. */
 export declare const PARSE_ERROR: -32700;
 

@@ -21,12 +21,17 @@ import { PassThrough } from 'node:stream';
 
 import { DEFAULT_LIMITS, Framer } from './index.js';
 
+// drainpipe's own codes, the Rust crate's table (README, "Error codes"):
+// outside JSON-RPC's reserved -32768..-32000, so none borrows a meaning
+// that JSON-RPC, MCP or the SDKs gave a code. Each error with one carries
+// `data.drainpipe.reason` and, where known, the limit in bytes.
 /** JSON-RPC error code for a message over the transport limit (as the Rust proxy). */
-export const TOO_LARGE = -32001;
+export const TOO_LARGE = -31001;
 /** JSON-RPC error code for a server that ended without answering. */
-export const SERVER_GONE = -32002;
+export const SERVER_GONE = -31002;
 /** JSON-RPC error code for a result over the `clip` budget that could not be condensed. */
-export const OVER_BUDGET = -32003;
+export const OVER_BUDGET = -31003;
+const REASONS = new Map([[TOO_LARGE, 'too-large'], [SERVER_GONE, 'server-gone'], [OVER_BUDGET, 'over-budget']]);
 /** JSON-RPC's code for an unparseable message. */
 export const PARSE_ERROR = -32700;
 
@@ -795,7 +800,7 @@ export class GuardedStdioClientTransport {
     this.#m.condenseFailures++;
     const why = outcome.error?.message ?? 'the result is over the transport limit';
     this.#sendError(pending.id, OVER_BUDGET,
-      `the result is over the clip budget of ${budget} bytes and could not be condensed: ${why}`, { budgetBytes: budget });
+      `the result is over the clip budget of ${budget} bytes and could not be condensed: ${why}`, { limitBytes: budget });
     return true;
   }
 
@@ -846,6 +851,8 @@ export class GuardedStdioClientTransport {
 
   #sendError(id, code, message, data) {
     this.#m.errorsSent++;
+    const reason = REASONS.get(code);
+    if (reason !== undefined) data = { drainpipe: { reason, ...data } };
     this.#deliver({ jsonrpc: '2.0', id, error: { code, message: `drainpipe: ${message}`, data } });
   }
 

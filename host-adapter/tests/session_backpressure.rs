@@ -224,7 +224,12 @@ async fn server_requests_are_answered_or_rejected_with_an_error() {
         "queued for a consumer that never came"
     );
     for rejected in [&answers[1], &answers[2]] {
-        assert_eq!(rejected["error"]["code"], json!(-32000), "{rejected}");
+        assert_eq!(rejected["error"]["code"], json!(-31000), "{rejected}");
+        assert_eq!(
+            rejected["error"]["data"]["drainpipe"]["reason"],
+            json!("host-busy"),
+            "{rejected}"
+        );
     }
     assert_eq!(session.metrics().dispatcher_overflows, 2);
     shutdown_clean(&session).await;

@@ -40,7 +40,8 @@ use super::spill::rpc::{
 use super::spill::{LineSpill, SpillStore};
 use crate::condense::{LineTap, SpillWanted, Tapped, condense_frame_spilling};
 use crate::pipe::jsonrpc::{
-    INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE, error_line,
+    INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE,
+    sized_error_line,
 };
 
 /// Host requests still waiting for the server's answer, matched by the
@@ -756,7 +757,7 @@ impl Router {
                     "the result is over the content budget of {budget} bytes and could not be condensed: {why}"
                 );
                 self.sink.line(&format!("{message} (id {shown})"));
-                error_line(&id, OVER_BUDGET, &message)
+                sized_error_line(&id, OVER_BUDGET, &message, &[("limitBytes", budget as u64)])
             }
         };
         self.forward_line(&line[..line.len() - 1]);
@@ -903,7 +904,19 @@ impl Router {
         } else {
             &self.answer_other
         };
-        let sent = queue.try_send(error_line(id, code, message)).is_ok();
+        // The limit that was passed, for `data.drainpipe`.
+        let limit = match code {
+            TOO_LARGE => Some(self.config.framer.max_frame_bytes() as u64),
+            OVER_BUDGET => self.config.clip_bytes.map(|budget| budget as u64),
+            _ => None,
+        };
+        let sizes: &[(&str, u64)] = match &limit {
+            Some(limit) => &[("limitBytes", *limit)],
+            None => &[],
+        };
+        let sent = queue
+            .try_send(sized_error_line(id, code, message, sizes))
+            .is_ok();
         self.with_metrics(|_, m| {
             if sent {
                 m.errors_sent += 1;

@@ -85,7 +85,8 @@ for (const [version, makeClient] of Object.entries(CLIENTS)) {
         callTool(client, { name: 'read_text_file', arguments: { path: join(dir, 'big.txt') } }, { timeout: 60_000 }),
         (error) => {
           assert.match(error.message, /over the transport limit of 4194304 bytes \(4 MiB\)/);
-          assert.equal(error.code, -32001);
+          assert.equal(error.code, -31001);
+          assert.equal(error.data?.drainpipe?.reason, 'too-large');
           return true;
         },
       );
