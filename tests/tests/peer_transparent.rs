@@ -20,6 +20,7 @@
 
 use std::path::{Path, PathBuf};
 
+use drainpipe_framer::testing::inserted;
 use drainpipe_release::peers::{self, proxy_argv, run_client};
 use drainpipe_release::text_file::TextFile;
 use serde_json::{Value, json};
@@ -123,18 +124,6 @@ impl Drop for Recording {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// `edited` is `original` with one run inserted; the run.
-fn inserted<'e>(original: &[u8], edited: &'e [u8]) -> Option<&'e [u8]> {
-    let grown = edited.len().checked_sub(original.len())?;
-    let at = original
-        .iter()
-        .zip(edited)
-        .position(|(a, b)| a != b)
-        .unwrap_or(original.len());
-    (edited[..at] == original[..at] && edited[at + grown..] == original[at..])
-        .then(|| &edited[at..at + grown])
 }
 
 fn parse(line: &[u8]) -> Value {

@@ -241,3 +241,17 @@ impl Rng {
         (self.next_u64() % n as u64) as usize
     }
 }
+
+/// Where `edited` is `original` with one run of bytes inserted, the run:
+/// the oracle of [`crate::splice`] edits (`None` when `edited` differs in
+/// any other way).
+pub fn inserted<'e>(original: &[u8], edited: &'e [u8]) -> Option<&'e [u8]> {
+    let grown = edited.len().checked_sub(original.len())?;
+    let at = original
+        .iter()
+        .zip(edited)
+        .position(|(a, b)| a != b)
+        .unwrap_or(original.len());
+    (edited[..at] == original[..at] && edited[at + grown..] == original[at..])
+        .then(|| &edited[at..at + grown])
+}

@@ -4,6 +4,7 @@
 //! whitespace and nesting), the output is the input with exactly the
 //! documented insertion, byte for byte.
 
+use drainpipe_framer::testing::inserted;
 use serde_json::Value;
 
 use super::*;
@@ -236,19 +237,6 @@ fn handshake_answer(c: &mut Choices<'_>) -> String {
     }
     let result = members_shuffled(c, members);
     response(c, result)
-}
-
-/// Where `edited` differs from `original`, if it is `original` with one
-/// run of bytes inserted: the run.
-fn inserted<'e>(original: &[u8], edited: &'e [u8]) -> Option<&'e [u8]> {
-    let grown = edited.len().checked_sub(original.len())?;
-    let at = original
-        .iter()
-        .zip(edited)
-        .position(|(a, b)| a != b)
-        .unwrap_or(original.len());
-    (edited[..at] == original[..at] && edited[at + grown..] == original[at..])
-        .then(|| &edited[at..at + grown])
 }
 
 fn check_tools_list(line: &[u8]) {
