@@ -453,3 +453,46 @@ fn a_text_share_still_caps_a_text() {
     assert!(kept.len() <= budget / 2, "kept {}", kept.len());
     assert!(kept.len() > budget / 2 - 2048, "kept {}", kept.len());
 }
+
+#[test]
+fn slots_written_before_a_shrink_move_with_the_output() {
+    // `_meta` (the marker's slot) closes before the mirror that shrinks the
+    // text; a long id after `result` (which cannot be cut) shrinks the
+    // texts again once every slot is written; a block is replaced after
+    // a shrink moved it.
+    let mut rng = Rng::new(9);
+    let t = text(&mut rng, 200_000);
+    let t = serde_json::to_string(&t).unwrap();
+    let id = "i".repeat(3_000);
+    let data = "QUJD".repeat(100_000);
+    let block = format!(r#"{{"type":"text","text":{t}}}"#);
+    let lines = [
+        format!(
+            r#"{{"result":{{"content":[{block}],"_meta":{{"k":1}},"structuredContent":{{"content":{t}}}}},"jsonrpc":"2.0","id":"{id}"}}"#
+        ),
+        format!(r#"{{"result":{{"content":[{block},{block}]}},"id":"{id}"}}"#),
+        // The second block's text shrinks the first while the block is
+        // open; then its binary value does not fit and it is replaced.
+        format!(
+            r#"{{"result":{{"content":[{block},{{"type":"text","text":{t},"data":"{data}"}}]}},"id":"{id}"}}"#
+        ),
+        format!(
+            r#"{{"result":{{"structuredContent":{{"content":{t}}},"content":[{block}],"_meta":{{}}}},"jsonrpc":"2.0","id":"{id}"}}"#
+        ),
+    ];
+    for line in &lines {
+        for budget in [MIN_LINKED_BUDGET + 4_000, 64 << 10] {
+            for lengths in [&[][..], &[1], &[777, 5]] {
+                let outcome = condense_split(line.as_bytes(), budget, lengths).expect("condenses");
+                check_condensed(line.as_bytes(), budget, &outcome)
+                    .unwrap_or_else(|e| panic!("{e:.500}"));
+                assert_eq!(frame(&outcome)["id"], id.as_str());
+                let (outcome, spilled) =
+                    condense_linked(line.as_bytes(), budget, lengths).expect("condenses");
+                check_condensed(line.as_bytes(), budget, &outcome)
+                    .unwrap_or_else(|e| panic!("{e:.500}"));
+                check_spilled(line.as_bytes(), &spilled).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+}
