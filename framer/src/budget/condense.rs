@@ -1782,12 +1782,15 @@ fn unit_boundary(s: &[u8], limit: usize) -> usize {
                         .get(at + 2..at + 6)
                         .and_then(|h| core::str::from_utf8(h).ok())
                         .and_then(|h| u16::from_str_radix(h, 16).ok());
+                    // A high surrogate whose next escape is not all in `s`
+                    // counts as a pair: cut before it, never between.
                     let pair = matches!(high, Some(0xD800..=0xDBFF))
-                        && s.get(at + 6..at + 8) == Some(b"\\u")
-                        && s.get(at + 8..at + 12)
-                            .and_then(|h| core::str::from_utf8(h).ok())
-                            .and_then(|h| u16::from_str_radix(h, 16).ok())
-                            .is_some_and(|low| (0xDC00..=0xDFFF).contains(&low));
+                        && (s.len() < at + 12
+                            || s.get(at + 6..at + 8) == Some(b"\\u")
+                                && s.get(at + 8..at + 12)
+                                    .and_then(|h| core::str::from_utf8(h).ok())
+                                    .and_then(|h| u16::from_str_radix(h, 16).ok())
+                                    .is_some_and(|low| (0xDC00..=0xDFFF).contains(&low)));
                     if pair { 12 } else { 6 }
                 }
                 _ => 2,

@@ -496,3 +496,26 @@ fn slots_written_before_a_shrink_move_with_the_output() {
         }
     }
 }
+
+#[test]
+fn an_escaped_surrogate_pair_is_never_split() {
+    // Python's `json.dumps` (ensure_ascii) writes an emoji as two escapes.
+    let t = r"ab\ud83d\ude00\u00e9".repeat(20_000);
+    let lines = [
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{t}"}}]}}}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{t}"}}],"structuredContent":{{"result":"{t}"}}}}}}"#
+        ),
+    ];
+    for line in &lines {
+        for budget in (MIN_CONDENSE_BUDGET..MIN_CONDENSE_BUDGET + 24).chain(65_536..65_560) {
+            for lengths in [&[][..], &[7]] {
+                let outcome = condense_split(line.as_bytes(), budget, lengths).expect("condenses");
+                check_condensed(line.as_bytes(), budget, &outcome)
+                    .unwrap_or_else(|e| panic!("budget {budget}: {e:.200}"));
+            }
+        }
+    }
+}
