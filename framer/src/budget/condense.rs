@@ -1772,8 +1772,51 @@ fn longest(mirrors: &[Tracked], candidates: u64) -> Option<usize> {
 /// The largest length `<= limit` at which the raw string contents `s` can
 /// be cut: not inside an escape (a surrogate pair counts as one), not inside
 /// a UTF-8 sequence, and not past a unit that `s` holds only part of.
+///
+/// The units are read from a unit start found near `limit` (see
+/// `unit_start_near`), not from the start of `s`: shrinking a text step by
+/// step then costs each step the bytes near its cut, not its length.
 fn unit_boundary(s: &[u8], limit: usize) -> usize {
-    let mut at = 0;
+    let end = limit.min(s.len());
+    units_within(s, unit_start_near(s, end), limit)
+}
+
+/// A position `<= end` where a unit of `s` starts (reading its units from
+/// the start), found from the bytes just before `end`. Past the last
+/// backslash before `end` there are only characters; that backslash ends a
+/// run of them that starts a unit (a backslash inside an escape is the
+/// second of `\\`, so it is never first in its run), unless the run is
+/// the low half of a pair whose high half comes just before: the unit
+/// starts there, if that high half plainly starts one, else (rare) at 0.
+fn unit_start_near(s: &[u8], end: usize) -> usize {
+    let Some(last) = memchr::memrchr(b'\\', &s[..end]) else {
+        // Only characters: back to the start of the one at `end`.
+        let mut at = end;
+        while at > 0 && at < s.len() && s[at] & 0xC0 == 0x80 {
+            at -= 1;
+        }
+        return at;
+    };
+    let mut run = last;
+    while run > 0 && s[run - 1] == b'\\' {
+        run -= 1;
+    }
+    let high = run >= 6
+        && s[run - 6] == b'\\'
+        && s[run - 5] == b'u'
+        && core::str::from_utf8(&s[run - 4..run])
+            .ok()
+            .and_then(|h| u16::from_str_radix(h, 16).ok())
+            .is_some_and(|h| (0xD800..=0xDBFF).contains(&h));
+    match high {
+        false => run,
+        true if run >= 7 && s[run - 7] == b'\\' => 0,
+        true => run - 6,
+    }
+}
+
+/// [`unit_boundary`], reading the units of `s` from `at`, a unit start.
+fn units_within(s: &[u8], mut at: usize, limit: usize) -> usize {
     while at < s.len() {
         let unit = match s[at] {
             b'\\' => match s.get(at + 1) {
@@ -1782,15 +1825,20 @@ fn unit_boundary(s: &[u8], limit: usize) -> usize {
                         .get(at + 2..at + 6)
                         .and_then(|h| core::str::from_utf8(h).ok())
                         .and_then(|h| u16::from_str_radix(h, 16).ok());
-                    // A high surrogate whose next escape is not all in `s`
-                    // counts as a pair: cut before it, never between.
+                    // A high surrogate followed by what may start a low
+                    // one's escape, not all in `s`, counts as a pair: cut
+                    // before it, never between.
+                    let next = &s[(at + 6).min(s.len())..(at + 12).min(s.len())];
                     let pair = matches!(high, Some(0xD800..=0xDBFF))
-                        && (s.len() < at + 12
-                            || s.get(at + 6..at + 8) == Some(b"\\u")
-                                && s.get(at + 8..at + 12)
-                                    .and_then(|h| core::str::from_utf8(h).ok())
+                        && if next.len() < 6 {
+                            b"\\u".iter().zip(next).all(|(a, b)| a == b)
+                        } else {
+                            next.starts_with(b"\\u")
+                                && core::str::from_utf8(&next[2..])
+                                    .ok()
                                     .and_then(|h| u16::from_str_radix(h, 16).ok())
-                                    .is_some_and(|low| (0xDC00..=0xDFFF).contains(&low)));
+                                    .is_some_and(|low| (0xDC00..=0xDFFF).contains(&low))
+                        };
                     if pair { 12 } else { 6 }
                 }
                 _ => 2,
@@ -2021,4 +2069,58 @@ fn media_type(raw: &[u8]) -> Option<String> {
             c.is_ascii_alphanumeric() || matches!(c, b'/' | b'-' | b'+' | b'.' | b';' | b'=' | b' ')
         });
     plain.then(|| String::from_utf8_lossy(raw).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{unit_boundary, units_within};
+    use alloc::vec::Vec;
+
+    /// The boundary found from a unit start near the limit is the one found
+    /// by reading every unit from the start, for strings of escapes (pairs,
+    /// lone halves, escaped backslashes before `u`), characters of every
+    /// width and plain bytes, at every limit.
+    #[test]
+    fn a_boundary_found_near_the_limit_is_the_one_read_from_the_start() {
+        const TOKENS: &[&str] = &[
+            "a",
+            "x",
+            "u",
+            "d83d",
+            "é",
+            "€",
+            "😀",
+            r"\n",
+            r"\\",
+            r#"\""#,
+            r"\u00e9",
+            r"\ud83d\ude00",
+            r"\ud83d",
+            r"\ude00",
+            r"\\ud83d",
+            r"\\\ud83d\ude00",
+            r"\u0041",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..2_000 {
+            let mut s = Vec::new();
+            for _ in 0..next(24) {
+                s.extend_from_slice(TOKENS[next(TOKENS.len())].as_bytes());
+            }
+            for limit in 0..=s.len() + 2 {
+                assert_eq!(
+                    unit_boundary(&s, limit),
+                    units_within(&s, 0, limit),
+                    "{:?} at {limit}",
+                    core::str::from_utf8(&s)
+                );
+            }
+        }
+    }
 }
