@@ -15,6 +15,11 @@
 //!   full result and `serde_json::from_slice::<Value>` of the frame (what any
 //!   host that looks inside a response pays); the `Condenser` condenses it
 //!   to 64 KiB as a proxy does, fed in 64 KiB pieces.
+//! - *two mirrored texts*: two 1 MiB texts, each mirrored in
+//!   `structuredContent` (a 4 MiB frame), condensed to 256 KiB: the worst
+//!   common case for taking room back, every text after the first shrinking
+//!   the ones before it step by step. No peer; compare with the 8 MiB
+//!   text's throughput.
 //!
 //! Ratios: divide each figure by the `serde_json_to_vec_full` figure of its
 //! group, from the same run.
@@ -131,6 +136,41 @@ fn condense_bench(c: &mut Criterion) {
         b.iter(|| serde_json::from_slice::<Value>(black_box(&frame)).unwrap())
     });
     group.bench_function("condense_64KiB", |b| b.iter(|| condense(black_box(&frame))));
+    group.finish();
+
+    // Two 1 MiB texts, each mirrored in `structuredContent`, condensed to
+    // 256 KiB: every text after the first takes room back from the ones
+    // before it, a step of budget/64 at a time, each moving the output.
+    let (first, second) = (
+        workload::text(&mut Rng::new(9), 1 << 20),
+        workload::text(&mut Rng::new(10), 1 << 20),
+    );
+    let shared = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 2, "result": {
+        "content": [{"type": "text", "text": first}, {"type": "text", "text": second}],
+        "structuredContent": {"first": first, "second": second},
+    }}))
+    .expect("a Value serialises");
+    let condense_to = |frame: &[u8], budget: usize| {
+        let mut condenser = Condenser::new(budget).expect("budget");
+        for piece in frame.chunks(64 << 10) {
+            condenser.feed(piece).expect("condenses");
+        }
+        match condenser.finish().expect("condenses") {
+            Condensed::Cut { frame, .. } => frame,
+            other => panic!("{other:?}"),
+        }
+    };
+    eprintln!(
+        "condense: two mirrored texts, frame {} bytes, condensed frame {} bytes",
+        shared.len(),
+        condense_to(&shared, 256 << 10).len()
+    );
+    let mut group = c.benchmark_group("budget/condense_two_mirrored_1MiB_texts");
+    group.throughput(Throughput::Bytes(shared.len() as u64));
+    group.sample_size(20);
+    group.bench_function("condense_256KiB", |b| {
+        b.iter(|| condense_to(black_box(&shared), 256 << 10))
+    });
     group.finish();
 }
 

@@ -10,7 +10,7 @@
 //! - a long array is cut to a prefix of its elements;
 //! - a string in `structuredContent` that mirrors a cut `content` text (the
 //!   same bytes, as servers on the official SDKs write it) is cut to the same
-//!   prefix;
+//!   prefix (and the other way round);
 //! - a content block whose binary value (`data` of an image or audio block,
 //!   `blob` of a resource) does not fit whole becomes a text block that says
 //!   what was left out: never broken base64.
@@ -26,14 +26,49 @@
 //!
 //! The condenser is fed the line in pieces split anywhere and decides as the
 //! bytes pass; memory is the budget plus `O(depth)`. Since it cannot see what
-//! comes later, it keeps room back: a closing bracket per open container, a
-//! fixed slot for the notice block and one for the marker (filled in at the
-//! end, padded with spaces, which JSON allows between tokens), and a little
-//! for the members that follow `result` (the TypeScript SDK writes
-//! `"jsonrpc"` and `"id"` after it). A long text takes at most a share of the
-//! room left when it starts (half by default), so that a mirror written after
-//! it still fits; the output is never over the budget. What cannot be cut
-//! (keys, numbers, `_meta`) and does not fit is a [`CondenseError`].
+//! comes later, it keeps back what the parts written at the end take: a
+//! closing bracket per open container, a fixed slot for the notice block and
+//! one for the marker (filled in at the end, padded with spaces, which JSON
+//! allows between tokens), the room for the links, and a little for the
+//! members that follow `result` (the TypeScript SDK writes `"jsonrpc"` and
+//! `"id"` after it). The output is never over the budget.
+//!
+//! The rest of the budget is spent. The output is held, so room given to a
+//! text can be taken back when a later value needs it: the text is cut
+//! shorter in place and what follows it moves back.
+//!
+//! - A long text takes all the room left, but for a little (512 bytes) for
+//!   the small members after it.
+//! - A later text that runs out of room takes it from the texts before it
+//!   that were cut longer (and from a text it mirrors so far), longest
+//!   first, toward one level: `n` long texts keep about a `n`th each, a text
+//!   and its mirror half each. A mirror is still cut where its text is.
+//! - Bytes that cannot be cut (keys, numbers, short strings, `_meta`) and do
+//!   not fit take room from the cut texts the same way, which are never
+//!   shrunk below 64 bytes; only when they cannot give it is it a
+//!   [`CondenseError`].
+//! - An array element is started with less room than it needs only while a
+//!   cut text holds an eighth of the budget or more (its bytes then take room
+//!   from the texts); otherwise the array is cut there.
+//! - A binary value (`data`, `blob`) takes room from the cut texts while they
+//!   keep half the budget in all; if it does not fit even so, it is left out
+//!   whole (its block replaced by a text block saying so) and what it would
+//!   have taken is not given back to the texts before it.
+//!
+//! So a cut result fills at least nine tenths of a budget of 64 KiB or more
+//! (less a step of room taken back and not used, a 64th of the budget, and
+//! the little room above), whatever the number of values cut. The exception
+//! is a result with a binary value left out: one that is mostly one large
+//! image becomes a small result that says the image was left out.
+//!
+//! Room is taken back a step at a time (a 64th of the budget, or what is
+//! left to level the texts), and each step moves at most the budget's bytes
+//! once; since the room a step frees is then filled from the input before
+//! another step is taken, the bytes moved stay within 64 times the input
+//! read plus 64 times the budget. Every decision is taken at a byte, from
+//! the bytes before it, so the output does not depend on how the input was
+//! split. At most 64 texts are tracked; a text past those is cut where the
+//! room ends and takes no room back.
 //!
 //! # Spilling
 //!
@@ -57,38 +92,69 @@ use core::fmt::Write as _;
 /// The marker's key in `result._meta`.
 pub const MARKER_KEY: &str = "io.drainpipe/truncated";
 
-/// Bytes kept for the notice block appended to `content` (`,` included).
+/// Bytes kept back for the notice block appended to `content` (`,`
+/// included), written at the end: the notice always fits. Its list of cuts
+/// stops where the slot ends.
 const NOTICE_SLOT: usize = 400;
-/// Bytes kept for the marker in `_meta` (with `,"_meta":{…}` if needed).
+/// Bytes kept back for the marker in `_meta` (with `,"_meta":{…}` if
+/// needed), written at the end: the marker always fits. Its list of
+/// pointers stops where the slot ends.
 const MARKER_SLOT: usize = 720;
-/// Bytes kept for the top-level members after `result` (`jsonrpc`, `id`).
+/// Bytes kept back, until `result` closes, for the top-level members the
+/// TypeScript SDK writes after it (`jsonrpc`, `id`), which cannot be cut.
 const TAIL_ROOM: usize = 300;
-/// Bytes kept while inside a content block, for the text block that
-/// replaces it if its binary value does not fit.
+/// Bytes kept back while inside a content block, for the text block that
+/// replaces it if its binary value does not fit (at most this long).
 const REPLACEMENT_ROOM: usize = 300;
-/// Room a long text leaves for the small members that follow it.
+/// Bytes of room a long text leaves free for the small members that follow
+/// it (a block's closing bracket, `isError`, a short key and value), so
+/// that they are written without shrinking the text again.
 const SLACK: usize = 512;
-/// A string of at most this many bytes is never cut.
+/// A string of at most this many bytes is never cut; a cut text is never
+/// shrunk below it (less a partial character or escape).
 const SHORT_STRING: u64 = 64;
-/// An array element is not started with less room than this.
+/// Bytes of room, past `SLACK`, below which an array element is not
+/// started (the array is cut there) unless cut texts can give room
+/// (`STEAL_SHARE`).
 const ELEMENT_ROOM: usize = 64;
-/// Cuts listed by pointer, at most; the rest are counted.
+/// An element is still started with too little room while the longest
+/// shrinkable text holds at least this fraction (1/n) of the budget: its
+/// bytes are then written by shrinking the texts before it. Below that,
+/// a cut text keeps what it has against many small elements.
+const STEAL_SHARE: usize = 8;
+/// Shrinking cut texts frees at least this fraction (1/n) of the budget at
+/// a time (or what is needed, if more), so that each shrink, which moves
+/// up to the budget's bytes, is paid for by at least budget/64 bytes read
+/// later: the bytes moved stay below 64 times the bytes read plus 64 times
+/// the budget.
+const FREE_SHARE: usize = 64;
+/// Cuts listed by pointer, at most (the rest are counted): bounds the
+/// memory for the marker and the notice, whose slots list fewer anyway.
 const MAX_LISTED_CUTS: usize = 24;
-/// Cut texts remembered as possible mirror originals.
-const MAX_MIRRORS: usize = 8;
-/// Key bytes kept (longer keys match no known member and are not listed).
+/// Texts tracked in the output, at most: cut texts (which can be shrunk to
+/// give room to later values) and long texts a later string may mirror.
+/// A text past this many is neither shrunk nor given room by shrinking
+/// others. At most 64: candidates are bits of a `u64`.
+const MAX_TRACKED: usize = 64;
+/// Bytes of a key kept to match it (longer keys match no known member and
+/// are not listed in pointers): bounds the memory per open level.
 const MAX_KEY: usize = 256;
-/// Bytes of a block's `type` or `mimeType` kept.
+/// Bytes of a block's `type` or `mimeType` kept for the replacement's
+/// text and the link's media type: bounds the memory per open block.
 const MAX_CAPTURE: usize = 128;
-/// Values reported for spilling and linked, at most, per response.
+/// Values reported for spilling and linked, at most, per response: bounds
+/// the room kept for links (`LINKS_SLOT`) and what the caller stores.
 pub const MAX_LINKS: usize = 8;
-/// Bytes kept, with links, for one `resource_link` block.
+/// Bytes kept back, with links, for one `resource_link` block (a longer
+/// block is not written).
 const LINK_ROOM: usize = 320;
-/// Bytes kept, with links, for the notice's sentence about them.
+/// Bytes kept back, with links, for the notice's sentence about them.
 const LINK_NOTICE: usize = 176;
-/// Bytes kept for the links and their sentence.
+/// Bytes kept back, with links, for the links and their sentence, in the
+/// notice's slot.
 const LINKS_SLOT: usize = LINK_NOTICE + MAX_LINKS * LINK_ROOM;
-/// The longest URI, name or media type a link is written with.
+/// The longest URI, name or media type, in bytes, a link is written with
+/// (so that a link fits `LINK_ROOM`).
 const MAX_LINK_FIELD: usize = 96;
 
 /// The smallest budget the condenser takes: room for its slots and a
@@ -333,8 +399,10 @@ impl Level {
 enum Policy {
     /// Copied whole, or the budget overflows.
     Whole,
-    /// Cut past `cap` bytes (or where the text it mirrors was cut).
-    Text { cap: usize },
+    /// Cut where the room ends (after shrinking earlier cut texts to an
+    /// equal level, if that gives more), past its `Str::cap`, or where the
+    /// text it mirrors was cut.
+    Text,
     /// Copied whole if it fits the room, else its block is replaced.
     Binary,
     /// Read, not written (muted, or its array/block was cut).
@@ -351,8 +419,12 @@ struct Str {
     len: u64,
     /// It was cut: the rest is read, not written.
     cut: bool,
-    /// Mirror candidates (bits for `Condenser::mirrors`) still equal so far.
-    candidates: u16,
+    /// Mirror candidates (bits for `Condenser::texts`) still equal so far.
+    candidates: u64,
+    /// Texts: the most it may keep, in bytes (the share of the room it was
+    /// given, with [`Condenser::with_text_share`], or the level the texts
+    /// before it were shrunk to for it); `None`: all the room it can get.
+    cap: Option<usize>,
     /// Which side of a possible mirror it is: `Some(false)` for a content
     /// block's text, `Some(true)` for a string in `structuredContent`.
     side: Option<bool>,
@@ -366,18 +438,23 @@ struct Str {
     spill: Option<u32>,
 }
 
-/// A long text of one side (a content block's text, or a string in
-/// `structuredContent`) that a string of the other side may mirror: the
-/// servers on the official SDKs write a tool's text in both.
+/// A text in the output that may be cut shorter later: a cut text (to give
+/// room to a later value), or a long text of one side (a content block's
+/// text, or a string in `structuredContent`) that a string of the other
+/// side may mirror (the servers on the official SDKs write a tool's text
+/// in both), to cut it where its mirror is cut.
 #[derive(Debug)]
-struct Mirror {
+struct Tracked {
     /// Its contents in the output.
     start: usize,
     len: usize,
-    /// The side it is on (see `Str::side`).
-    structured: bool,
+    /// The side it is on (see `Str::side`); `None`: no mirror candidate.
+    side: Option<bool>,
     /// Whether it was written whole (else it was cut to `len`).
     whole: bool,
+    /// A mirror of it could not be tracked: shrinking it would part them,
+    /// so it is not shrunk to give room.
+    fixed: bool,
     /// Its cut record, if it was cut and listed.
     cut: Option<usize>,
     pointer: Vec<u8>,
@@ -462,8 +539,9 @@ struct Cut {
 #[derive(Debug)]
 pub struct Condenser {
     budget: usize,
-    /// Share of the room a long text may take, in 256ths.
-    text_share: u16,
+    /// Share of the room a long text may take, in 256ths; `None`: all of
+    /// it ([`Condenser::with_text_share`]).
+    text_share: Option<u16>,
     out: Vec<u8>,
     /// Input bytes read.
     fed: u64,
@@ -485,7 +563,7 @@ pub struct Condenser {
     cuts: Vec<Cut>,
     cut_count: u64,
     /// Long texts a later string may mirror.
-    mirrors: Vec<Mirror>,
+    texts: Vec<Tracked>,
     /// A content block is being replaced: nothing more of it is written.
     replacing: bool,
     error: Option<CondenseError>,
@@ -509,7 +587,7 @@ impl Condenser {
         }
         Ok(Condenser {
             budget: budget_bytes,
-            text_share: 128,
+            text_share: None,
             out: Vec::new(),
             fed: 0,
             mode: Mode::Start,
@@ -526,7 +604,7 @@ impl Condenser {
             marker_slot: None,
             cuts: Vec::new(),
             cut_count: 0,
-            mirrors: Vec::new(),
+            texts: Vec::new(),
             replacing: false,
             error: None,
             linking: false,
@@ -552,12 +630,14 @@ impl Condenser {
         Ok(self)
     }
 
-    /// The share of the room left that one long text may take, in 256ths
-    /// (default 128, a half: a mirror in `structuredContent` written after
-    /// it then fits too). A host that knows the tool has no output schema
-    /// (so no mirror comes) may give a text nearly all of it (up to 255).
+    /// Caps the share of the room left (when it starts) that one long text
+    /// may keep, in 256ths (at least 1). By default a text takes all the
+    /// room it can and gives some back when a later value needs it (a
+    /// mirror, another text, a key): the budget is spent. A capped text
+    /// still gets room from earlier cut texts up to its cap; what it leaves
+    /// unused stays unused if nothing follows.
     pub fn with_text_share(mut self, share: u8) -> Self {
-        self.text_share = u16::from(share.max(1));
+        self.text_share = Some(u16::from(share.max(1)));
         self
     }
 
@@ -579,16 +659,70 @@ impl Condenser {
         self.replacing || self.stack.last().is_some_and(|l| l.muted || l.cut)
     }
 
-    /// Writes bytes that cannot be cut.
+    /// Writes bytes that cannot be cut, shrinking cut texts to make room.
     fn whole(&mut self, bytes: &[u8]) -> Result<(), CondenseError> {
         if self.muted() {
             return Ok(());
         }
-        if bytes.len() > self.room() {
+        if !self.make_room(bytes.len(), 0) {
             return Err(CondenseError::Overflow { at: self.fed });
         }
         self.out.extend_from_slice(bytes);
         Ok(())
+    }
+
+    /// Frees room for `need` bytes by shrinking the cut texts, longest
+    /// first, while they hold more than `keep` bytes in all: steps of
+    /// budget/`FREE_SHARE` (or what they can still give), taken one by one
+    /// while the room is short. Returns whether the room is there.
+    ///
+    /// The steps depend only on what was written, not on how the input was
+    /// split: a step is taken when what is written next does not fit, and
+    /// frees what the texts' lengths say, so a value fed whole takes the
+    /// same steps as in pieces.
+    fn make_room(&mut self, need: usize, keep: usize) -> bool {
+        while need > self.room() {
+            let lens = self.shrinkable(false, SHORT_STRING as usize);
+            let held: usize = lens.iter().map(|&(_, len)| len).sum();
+            let most = freed(&lens, SHORT_STRING as usize).min(held.saturating_sub(keep));
+            if most == 0 {
+                return false;
+            }
+            let step = (self.budget / FREE_SHARE).min(most);
+            let level = highest(SHORT_STRING as usize, &lens, |y| freed(&lens, y) >= step)
+                .unwrap_or(SHORT_STRING as usize);
+            self.shrink_to(&lens, level, &mut |_| {});
+        }
+        true
+    }
+
+    /// The tracked texts that may be shrunk to give room, as (index,
+    /// length), longer than `floor`: cut ones, and with `whole` those kept
+    /// whole too (reported for spilling when they are shrunk, so only where
+    /// that can be reported: for a text that needs room).
+    fn shrinkable(&self, whole: bool, floor: usize) -> Vec<(usize, usize)> {
+        self.texts
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.dead && !m.fixed && m.len > floor && (whole || !m.whole))
+            .map(|(bit, m)| (bit, m.len))
+            .collect()
+    }
+
+    /// Cuts each of `lens` longer than `level` to `level` (less a partial
+    /// character or escape), in one pass over the output.
+    fn shrink_to(
+        &mut self,
+        lens: &[(usize, usize)],
+        level: usize,
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) {
+        let plan: Vec<(usize, usize)> = lens
+            .iter()
+            .filter(|&&(_, len)| len > level)
+            .map(|&(index, _)| (index, level))
+            .collect();
+        self.shrink(&plan, false, spill);
     }
 
     /// Feeds the next piece of the line.
@@ -824,9 +958,17 @@ impl Condenser {
 
     fn start_value(&mut self, b: u8) -> Result<(), CondenseError> {
         let muted = self.muted();
+        // With too little room an array is cut, unless a cut text is long
+        // enough to give room: the element's bytes then shrink it.
         let cut_here = !muted
             && self.stack.last().is_some_and(|l| {
-                !l.object && l.role.cuttable() && self.room().saturating_sub(SLACK) < ELEMENT_ROOM
+                !l.object
+                    && l.role.cuttable()
+                    && self.room().saturating_sub(SLACK) < ELEMENT_ROOM
+                    && self
+                        .shrinkable(false, SHORT_STRING as usize)
+                        .iter()
+                        .all(|&(_, len)| len < self.budget / STEAL_SHARE)
             });
         if let Some(level) = self.stack.last_mut()
             && !level.object
@@ -944,7 +1086,7 @@ impl Condenser {
                     self.replacing = false;
                     self.out.truncate(level.block_start);
                     // Texts kept inside it are gone with it.
-                    for m in &mut self.mirrors {
+                    for m in &mut self.texts {
                         if m.start >= level.block_start {
                             m.dead = true;
                         }
@@ -985,15 +1127,15 @@ impl Condenser {
             Some(l) if l.object && !l.key_too_long => &l.key,
             _ => &[],
         };
-        let text_cap = || {
-            (self.room().saturating_sub(SLACK) as u64 * u64::from(self.text_share) / 256) as usize
-        };
+        let cap = self.text_share.map(|share| {
+            (self.room().saturating_sub(SLACK) as u64 * u64::from(share) / 256) as usize
+        });
         let capture = match (role, key) {
             (Role::Block, b"type") => Capture::BlockType,
             (Role::Block | Role::Resource, b"mimeType") => Capture::BlockMime,
             _ => Capture::None,
         };
-        let text = Policy::Text { cap: text_cap() };
+        let text = Policy::Text;
         let (policy, side) = match (role, key) {
             _ if muted => (Policy::Muted, None),
             (Role::Top | Role::Outside | Role::Meta, _) | (Role::Result, b"resultType") => {
@@ -1014,11 +1156,11 @@ impl Condenser {
         }
         let candidates = match side {
             Some(side) => self
-                .mirrors
+                .texts
                 .iter()
                 .enumerate()
-                .filter(|(_, m)| m.structured != side && !m.dead)
-                .fold(0u16, |bits, (bit, _)| bits | 1 << bit),
+                .filter(|(_, m)| m.side == Some(!side) && !m.dead)
+                .fold(0u64, |bits, (bit, _)| bits | 1 << bit),
             None => 0,
         };
         self.string = Some(Str {
@@ -1027,6 +1169,7 @@ impl Condenser {
             len: 0,
             cut: false,
             candidates,
+            cap,
             side,
             capture,
             captured: Vec::new(),
@@ -1102,18 +1245,25 @@ impl Condenser {
             }
             return Ok(());
         }
-        let kept = self.out.len() - s.out_start;
-        let limit = match s.policy {
-            Policy::Muted => return Ok(()),
+        match s.policy {
+            Policy::Muted => Ok(()),
             Policy::Whole => {
-                if piece.len() > room {
+                if !self.make_room(piece.len(), 0) {
                     return Err(CondenseError::Overflow { at: self.fed });
                 }
                 self.out.extend_from_slice(piece);
-                return Ok(());
+                Ok(())
             }
             Policy::Binary => {
-                if piece.len() > room {
+                // Cut texts give room to a binary value while they keep
+                // half the budget in all (what the half share gave before):
+                // a value that does not fit even so is left out, and what
+                // they gave may stay unused.
+                let fits = piece.len() <= room || self.make_room(piece.len(), self.budget / 2);
+                let Some(s) = self.string.as_mut() else {
+                    return Ok(());
+                };
+                if !fits {
                     // Never broken base64: the block is replaced.
                     s.cut = true;
                     if let Some(block) = self.stack.iter_mut().rev().find(|l| l.role == Role::Block)
@@ -1122,55 +1272,145 @@ impl Condenser {
                         self.replacing = true;
                     }
                     if self.linking && self.spilled.len() < MAX_LINKS {
-                        let start = self.out.len() - kept;
-                        let head = self.out[start..].to_vec();
+                        let head = self.out[s.out_start..].to_vec();
                         self.spill_cut(SpillKind::Binary, &head, piece, spill);
                     }
                     return Ok(());
                 }
                 self.out.extend_from_slice(piece);
-                return Ok(());
+                Ok(())
             }
-            Policy::Text { cap } => {
-                if s.candidates != 0 {
-                    s.candidates &= matching(&self.mirrors, &self.out, s.candidates, kept, piece);
-                }
-                // A mirror is cut where its text was, however short that
-                // is; any other text keeps at least a short head.
-                let wanted = match longest(&self.mirrors, s.candidates) {
-                    Some(len) => len,
-                    None => cap.max(SHORT_STRING as usize),
-                };
-                wanted.min(kept + room)
+            Policy::Text => {
+                self.text_content(piece, spill);
+                Ok(())
             }
-        };
-        if kept + piece.len() <= limit {
-            self.out.extend_from_slice(piece);
-            return Ok(());
         }
-        // Cut here: what was read of it so far is the kept head and this
-        // piece. The head is copied before it is shortened, and reported
-        // after the mirrors it shrinks (one value open at a time).
-        let head = (self.linking && self.spilled.len() < MAX_LINKS)
-            .then(|| self.out[s.out_start..s.out_start + kept].to_vec());
-        self.out
-            .extend_from_slice(&piece[..limit.saturating_sub(kept)]);
+    }
+
+    /// Raw contents of the current text, not cut yet: written up to its
+    /// limit; there, room is made by shrinking the texts before it, or it
+    /// is cut.
+    ///
+    /// Every decision is taken at a byte, from the bytes before it, so the
+    /// output does not depend on how the input was split: the mirror
+    /// candidates are checked up to the limit and the byte after it, and a
+    /// candidate dropped by a byte changes the limit from that byte on.
+    fn text_content(&mut self, mut piece: &[u8], spill: &mut dyn FnMut(Spill<'_>)) {
+        loop {
+            let room = self.room();
+            let Some(s) = self.string.as_mut() else {
+                return;
+            };
+            let kept = self.out.len() - s.out_start;
+            // A mirror is cut where its text is, however short that is; any
+            // other text takes the room (leaving `SLACK`) up to its cap, and
+            // keeps at least a short head. `want` is what it may keep,
+            // `give` what the room gives it now.
+            let (want, give) = match longest(&self.texts, s.candidates) {
+                Some(len) => (len, kept + room),
+                None => (
+                    s.cap
+                        .map_or(usize::MAX, |cap| cap.max(SHORT_STRING as usize)),
+                    (kept + room.saturating_sub(SLACK))
+                        .max(SHORT_STRING as usize)
+                        .min(kept + room),
+                ),
+            };
+            let limit = want.min(give);
+            let n = limit.saturating_sub(kept).min(piece.len());
+            if s.candidates != 0 {
+                let probe = &piece[..(n + 1).min(piece.len())];
+                if let Some((at, still)) =
+                    first_change(&self.texts, &self.out, s.candidates, kept, probe)
+                {
+                    s.candidates = still;
+                    self.out.extend_from_slice(&piece[..at]);
+                    piece = &piece[at..];
+                    continue;
+                }
+            }
+            self.out.extend_from_slice(&piece[..n]);
+            piece = &piece[n..];
+            if piece.is_empty() {
+                return;
+            }
+            // The next byte is past the limit. Where the room set it, the
+            // texts before may give some.
+            if give < want && self.texts.len() < MAX_TRACKED && self.give_room(spill) {
+                continue;
+            }
+            self.cut_text(limit, piece, spill);
+            return;
+        }
+    }
+
+    /// The current text ran out of room at its `kept` bytes: shrinks the
+    /// tracked texts before it that are longer (cut ones, and long ones kept
+    /// whole) toward one level, longest first. While they are well
+    /// above it, they give a step (budget/`FREE_SHARE`) and it goes on;
+    /// near it, they and it meet at one level, which becomes its cap.
+    /// Returns whether room was made.
+    fn give_room(&mut self, spill: &mut dyn FnMut(Spill<'_>)) -> bool {
+        let room = self.room();
+        let Some(s) = self.string.as_ref() else {
+            return false;
+        };
+        let kept = self.out.len() - s.out_start;
+        // Room a text other than a mirror leaves free, to be made up first.
+        let deficit = if s.candidates == 0 {
+            SLACK.saturating_sub(room)
+        } else {
+            0
+        };
+        let floor = kept.max(SHORT_STRING as usize);
+        let lens = self.shrinkable(true, floor);
+        let step = self.budget / FREE_SHARE;
+        if freed(&lens, floor + step) >= step + deficit {
+            let level = highest(floor + step, &lens, |y| freed(&lens, y) >= step + deficit);
+            if let Some(level) = level {
+                self.shrink_to(&lens, level, spill);
+                return true;
+            }
+        }
+        let Some(level) = highest(floor, &lens, |y| freed(&lens, y) + kept >= y + deficit) else {
+            return false;
+        };
+        if level <= kept {
+            return false;
+        }
+        self.shrink_to(&lens, level, spill);
+        if let Some(s) = self.string.as_mut() {
+            s.cap = Some(s.cap.map_or(level, |cap| cap.min(level)));
+        }
+        true
+    }
+
+    /// Cuts the current text at `limit` bytes (less a partial character or
+    /// escape); `piece` is the rest of what was read of it. The texts it
+    /// mirrors are cut to the same prefix, even where they were kept longer
+    /// (or whole) because they came first.
+    fn cut_text(&mut self, limit: usize, piece: &[u8], spill: &mut dyn FnMut(Spill<'_>)) {
+        let Some(s) = self.string.as_mut() else {
+            return;
+        };
         let start = s.out_start;
+        // What was read of it is what was written and `piece`: copied
+        // before it is shortened, and reported after the mirrors it
+        // shrinks (one value open at a time).
+        let head =
+            (self.linking && self.spilled.len() < MAX_LINKS).then(|| self.out[start..].to_vec());
         let boundary = unit_boundary(&self.out[start..], limit);
         self.out.truncate(start + boundary);
         s.cut = true;
-        // The text this one mirrors is cut to the same prefix, even where it
-        // was kept longer (or whole) because it came first.
         let candidates = s.candidates;
-        for bit in 0..self.mirrors.len() {
-            if candidates & (1 << bit) != 0 {
-                self.shrink(bit, boundary, spill);
-            }
-        }
+        let plan: Vec<(usize, usize)> = (0..self.texts.len())
+            .filter(|bit| candidates & (1 << bit) != 0)
+            .map(|bit| (bit, boundary))
+            .collect();
+        self.shrink(&plan, true, spill);
         if let Some(head) = head {
             self.spill_cut(SpillKind::Text, &head, piece, spill);
         }
-        Ok(())
     }
 
     /// The current string is cut, `head` of it read before `piece`: with
@@ -1231,20 +1471,38 @@ impl Condenser {
         Some(value)
     }
 
-    /// Cuts mirror candidate `index` to its first `len` bytes, in place:
-    /// what follows it in the output moves back.
-    fn shrink(&mut self, index: usize, len: usize, spill: &mut dyn FnMut(Spill<'_>)) {
-        let (start, old) = {
-            let m = &self.mirrors[index];
-            (m.start, m.len)
-        };
-        if len >= old || self.mirrors[index].dead || start + old > self.out.len() {
+    /// Cuts tracked texts in place, each `(index, len)` of `plan` to its
+    /// first `len` bytes: exactly (`len` is a boundary of the same bytes,
+    /// where a mirror of it was cut), or else less a partial character or
+    /// escape. What follows each moves back, in one pass over the output,
+    /// and every position kept in the output moves with it.
+    fn shrink(&mut self, plan: &[(usize, usize)], exact: bool, spill: &mut dyn FnMut(Spill<'_>)) {
+        // (start, old length, new length, index), in output order.
+        let mut cuts: Vec<(usize, usize, usize, usize)> = Vec::new();
+        for &(index, len) in plan {
+            let m = &self.texts[index];
+            if len >= m.len || m.dead || m.start + m.len > self.out.len() {
+                continue;
+            }
+            let new = if exact {
+                len
+            } else {
+                unit_boundary(&self.out[m.start..m.start + m.len], len)
+            };
+            cuts.push((m.start, m.len, new, index));
+        }
+        if cuts.is_empty() {
             return;
         }
+        cuts.sort_unstable();
+        cuts.dedup_by_key(|cut| cut.3);
         // Kept whole until now, it is whole in the output: reported before
         // it is shortened, it is kept in full too.
-        if self.mirrors[index].whole && !self.mirrors[index].spilled {
-            let pointer = self.mirrors[index].pointer.clone();
+        for &(start, old, _, index) in &cuts {
+            if !self.texts[index].whole || self.texts[index].spilled {
+                continue;
+            }
+            let pointer = self.texts[index].pointer.clone();
             if let Some(value) = self.spill_start(SpillKind::Text, pointer, spill) {
                 spill(Spill::Raw {
                     value,
@@ -1254,16 +1512,29 @@ impl Condenser {
                 self.spilled[value as usize].0.complete = true;
                 // Its block (if any) is closed: its media type stays.
                 self.spilled[value as usize].1 = None;
-                self.mirrors[index].spilled = true;
+                self.texts[index].spilled = true;
             }
         }
-        let delta = old - len;
-        let from = start + len;
-        self.out.drain(from..start + old);
+        // The bytes kept between the cuts move back, each once.
+        let mut write = cuts[0].0 + cuts[0].2;
+        for pair in cuts.windows(2) {
+            let (from, to) = (pair[0].0 + pair[0].1, pair[1].0 + pair[1].2);
+            self.out.copy_within(from..to, write);
+            write += to - from;
+        }
+        let last = cuts[cuts.len() - 1];
+        let from = last.0 + last.1;
+        let end = self.out.len();
+        self.out.copy_within(from..end, write);
+        self.out.truncate(write + end - from);
+        // A position past a cut moves back by what was cut before it.
         let moved = |at: &mut usize| {
-            if *at >= from + delta {
-                *at -= delta;
-            }
+            let back: usize = cuts
+                .iter()
+                .take_while(|cut| cut.0 + cut.1 <= *at)
+                .map(|cut| cut.1 - cut.2)
+                .sum();
+            *at -= back;
         };
         if let Some(at) = self.notice_slot.as_mut() {
             moved(at);
@@ -1277,20 +1548,22 @@ impl Condenser {
         if let Some(s) = self.string.as_mut() {
             moved(&mut s.out_start);
         }
-        for m in &mut self.mirrors {
+        for m in &mut self.texts {
             moved(&mut m.start);
         }
-        let m = &mut self.mirrors[index];
-        m.len = len;
-        let (pointer, original, cut) = (m.pointer.clone(), m.original, m.cut);
-        match cut {
-            Some(at) => self.cuts[at].kept = len as u64,
-            None if m.whole => {
-                m.whole = false;
-                let at = self.record(pointer, len as u64, original);
-                self.mirrors[index].cut = at;
+        for &(_, _, len, index) in &cuts {
+            let m = &mut self.texts[index];
+            m.len = len;
+            let (pointer, original, cut) = (m.pointer.clone(), m.original, m.cut);
+            match cut {
+                Some(at) => self.cuts[at].kept = len as u64,
+                None if m.whole => {
+                    m.whole = false;
+                    let at = self.record(pointer, len as u64, original);
+                    self.texts[index].cut = at;
+                }
+                None => {}
             }
-            None => {}
         }
     }
 
@@ -1341,15 +1614,35 @@ impl Condenser {
         } else {
             None
         };
-        if let Some(structured) = s.side
-            && s.len > SHORT_STRING
-            && self.mirrors.len() < MAX_MIRRORS
-        {
-            self.mirrors.push(Mirror {
+        // The texts it mirrors, cut alike: shrunk to one level, they stay
+        // alike, but only if both are tracked.
+        let twins = (0..self.texts.len())
+            .filter(|&bit| {
+                s.candidates & (1 << bit) != 0 && (s.cut || self.texts[bit].len == kept_len)
+            })
+            .fold(0u64, |bits, bit| bits | 1 << bit);
+        // Tracked: a cut text (it may give room later), and a long text a
+        // later string may mirror (these in at most half the places, so
+        // that many whole texts leave places for cut ones).
+        let candidate =
+            s.side.is_some() && s.len > SHORT_STRING && self.texts.len() < MAX_TRACKED / 2;
+        let tracked = (s.cut || candidate) && self.texts.len() < MAX_TRACKED;
+        let mut fixed = false;
+        for (bit, m) in self.texts.iter_mut().enumerate() {
+            if twins & (1 << bit) != 0 {
+                // A twin not tracked, or one that may not be shrunk: neither
+                // is shrunk.
+                m.fixed |= !tracked;
+                fixed |= m.fixed;
+            }
+        }
+        if tracked {
+            self.texts.push(Tracked {
                 start: s.out_start,
                 len: kept_len,
-                structured,
+                side: s.side,
                 whole: !s.cut,
+                fixed,
                 cut,
                 pointer,
                 original: s.len,
@@ -1397,29 +1690,77 @@ impl fmt::Write for Digits<'_> {
     }
 }
 
-/// The mirror candidates among `candidates` that the string still equals
-/// (as far as they were kept), given its next `piece` at raw offset `at`. A
-/// candidate kept whole stops being one when the string runs past it.
-fn matching(mirrors: &[Mirror], out: &[u8], candidates: u16, at: usize, piece: &[u8]) -> u16 {
-    let mut still = 0;
-    for (bit, m) in mirrors.iter().enumerate() {
-        if candidates & (1 << bit) == 0
-            || m.dead
-            || at > m.len
-            || (m.whole && at + piece.len() > m.len)
-        {
+/// Where the string, at raw offset `at`, stops mirroring one of
+/// `candidates`, checking the bytes of `probe` that come next: the offset in
+/// `probe` of the first byte that drops one, and the candidates left after
+/// it; `None` if all of them still match. A candidate kept whole is dropped
+/// by a byte that differs or by one past its end; a cut one only by a byte
+/// that differs from what it kept.
+fn first_change(
+    texts: &[Tracked],
+    out: &[u8],
+    candidates: u64,
+    at: usize,
+    probe: &[u8],
+) -> Option<(usize, u64)> {
+    let mut first = usize::MAX;
+    let mut dropped = 0u64;
+    for (bit, m) in texts.iter().enumerate() {
+        if candidates & (1 << bit) == 0 {
             continue;
         }
-        let compared = piece.len().min(m.len - at);
-        if out.get(m.start + at..m.start + at + compared) == Some(&piece[..compared]) {
-            still |= 1 << bit;
+        let compared = probe.len().min(m.len.saturating_sub(at));
+        let theirs = out.get(m.start + at..m.start + at + compared);
+        let drop_at = match theirs {
+            _ if m.dead || (m.whole && at > m.len) => Some(0),
+            None => Some(0),
+            Some(theirs) if theirs != &probe[..compared] => {
+                theirs.iter().zip(probe).position(|(a, b)| a != b)
+            }
+            Some(_) if m.whole && probe.len() > compared => Some(compared),
+            Some(_) => None,
+        };
+        if let Some(drop_at) = drop_at {
+            if drop_at < first {
+                first = drop_at;
+                dropped = 0;
+            }
+            if drop_at == first {
+                dropped |= 1 << bit;
+            }
         }
     }
-    still
+    (first != usize::MAX).then_some((first, candidates & !dropped))
+}
+
+/// Bytes freed by cutting each of `lens` longer than `level` to `level`.
+fn freed(lens: &[(usize, usize)], level: usize) -> usize {
+    lens.iter().map(|&(_, len)| len.saturating_sub(level)).sum()
+}
+
+/// The highest level from `lo` up at which `enough` holds, if it holds at
+/// `lo`; `enough` holds at every level below one where it holds (it asks
+/// whether texts cut to the level free enough), and fails above the
+/// longest of `lens`, where nothing is freed.
+fn highest(lo: usize, lens: &[(usize, usize)], enough: impl Fn(usize) -> bool) -> Option<usize> {
+    if !enough(lo) {
+        return None;
+    }
+    let top = lens.iter().map(|&(_, len)| len).max().unwrap_or(lo).max(lo);
+    let (mut good, mut bad) = (lo, top + 1);
+    while bad - good > 1 {
+        let mid = good + (bad - good) / 2;
+        if enough(mid) {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Some(good)
 }
 
 /// The longest kept prefix among the candidates.
-fn longest(mirrors: &[Mirror], candidates: u16) -> Option<usize> {
+fn longest(mirrors: &[Tracked], candidates: u64) -> Option<usize> {
     mirrors
         .iter()
         .enumerate()
@@ -1431,8 +1772,51 @@ fn longest(mirrors: &[Mirror], candidates: u16) -> Option<usize> {
 /// The largest length `<= limit` at which the raw string contents `s` can
 /// be cut: not inside an escape (a surrogate pair counts as one), not inside
 /// a UTF-8 sequence, and not past a unit that `s` holds only part of.
+///
+/// The units are read from a unit start found near `limit` (see
+/// `unit_start_near`), not from the start of `s`: shrinking a text step by
+/// step then costs each step the bytes near its cut, not its length.
 fn unit_boundary(s: &[u8], limit: usize) -> usize {
-    let mut at = 0;
+    let end = limit.min(s.len());
+    units_within(s, unit_start_near(s, end), limit)
+}
+
+/// A position `<= end` where a unit of `s` starts (reading its units from
+/// the start), found from the bytes just before `end`. Past the last
+/// backslash before `end` there are only characters; that backslash ends a
+/// run of them that starts a unit (a backslash inside an escape is the
+/// second of `\\`, so it is never first in its run), unless the run is
+/// the low half of a pair whose high half comes just before: the unit
+/// starts there, if that high half plainly starts one, else (rare) at 0.
+fn unit_start_near(s: &[u8], end: usize) -> usize {
+    let Some(last) = memchr::memrchr(b'\\', &s[..end]) else {
+        // Only characters: back to the start of the one at `end`.
+        let mut at = end;
+        while at > 0 && at < s.len() && s[at] & 0xC0 == 0x80 {
+            at -= 1;
+        }
+        return at;
+    };
+    let mut run = last;
+    while run > 0 && s[run - 1] == b'\\' {
+        run -= 1;
+    }
+    let high = run >= 6
+        && s[run - 6] == b'\\'
+        && s[run - 5] == b'u'
+        && core::str::from_utf8(&s[run - 4..run])
+            .ok()
+            .and_then(|h| u16::from_str_radix(h, 16).ok())
+            .is_some_and(|h| (0xD800..=0xDBFF).contains(&h));
+    match high {
+        false => run,
+        true if run >= 7 && s[run - 7] == b'\\' => 0,
+        true => run - 6,
+    }
+}
+
+/// [`unit_boundary`], reading the units of `s` from `at`, a unit start.
+fn units_within(s: &[u8], mut at: usize, limit: usize) -> usize {
     while at < s.len() {
         let unit = match s[at] {
             b'\\' => match s.get(at + 1) {
@@ -1441,12 +1825,20 @@ fn unit_boundary(s: &[u8], limit: usize) -> usize {
                         .get(at + 2..at + 6)
                         .and_then(|h| core::str::from_utf8(h).ok())
                         .and_then(|h| u16::from_str_radix(h, 16).ok());
+                    // A high surrogate followed by what may start a low
+                    // one's escape, not all in `s`, counts as a pair: cut
+                    // before it, never between.
+                    let next = &s[(at + 6).min(s.len())..(at + 12).min(s.len())];
                     let pair = matches!(high, Some(0xD800..=0xDBFF))
-                        && s.get(at + 6..at + 8) == Some(b"\\u")
-                        && s.get(at + 8..at + 12)
-                            .and_then(|h| core::str::from_utf8(h).ok())
-                            .and_then(|h| u16::from_str_radix(h, 16).ok())
-                            .is_some_and(|low| (0xDC00..=0xDFFF).contains(&low));
+                        && if next.len() < 6 {
+                            b"\\u".iter().zip(next).all(|(a, b)| a == b)
+                        } else {
+                            next.starts_with(b"\\u")
+                                && core::str::from_utf8(&next[2..])
+                                    .ok()
+                                    .and_then(|h| u16::from_str_radix(h, 16).ok())
+                                    .is_some_and(|low| (0xDC00..=0xDFFF).contains(&low))
+                        };
                     if pair { 12 } else { 6 }
                 }
                 _ => 2,
@@ -1677,4 +2069,58 @@ fn media_type(raw: &[u8]) -> Option<String> {
             c.is_ascii_alphanumeric() || matches!(c, b'/' | b'-' | b'+' | b'.' | b';' | b'=' | b' ')
         });
     plain.then(|| String::from_utf8_lossy(raw).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{unit_boundary, units_within};
+    use alloc::vec::Vec;
+
+    /// The boundary found from a unit start near the limit is the one found
+    /// by reading every unit from the start, for strings of escapes (pairs,
+    /// lone halves, escaped backslashes before `u`), characters of every
+    /// width and plain bytes, at every limit.
+    #[test]
+    fn a_boundary_found_near_the_limit_is_the_one_read_from_the_start() {
+        const TOKENS: &[&str] = &[
+            "a",
+            "x",
+            "u",
+            "d83d",
+            "é",
+            "€",
+            "😀",
+            r"\n",
+            r"\\",
+            r#"\""#,
+            r"\u00e9",
+            r"\ud83d\ude00",
+            r"\ud83d",
+            r"\ude00",
+            r"\\ud83d",
+            r"\\\ud83d\ude00",
+            r"\u0041",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        for _ in 0..2_000 {
+            let mut s = Vec::new();
+            for _ in 0..next(24) {
+                s.extend_from_slice(TOKENS[next(TOKENS.len())].as_bytes());
+            }
+            for limit in 0..=s.len() + 2 {
+                assert_eq!(
+                    unit_boundary(&s, limit),
+                    units_within(&s, 0, limit),
+                    "{:?} at {limit}",
+                    core::str::from_utf8(&s)
+                );
+            }
+        }
+    }
 }

@@ -9,7 +9,9 @@
 //! binary value was left out replaced by a text block, one notice block
 //! appended to `content`, the marker merged into `_meta`); a mirror in
 //! `structuredContent` is cut like the text it mirrors; the marker's sizes
-//! are the real ones.
+//! are the real ones; and the budget is spent: with a budget of at least
+//! [`SPENT_FROM`] bytes, a cut result without a left-out binary value
+//! takes at least nine tenths of it.
 //!
 //! With links ([`condense_linked`]): every value reported for spilling
 //! decodes to the original value at its pointer, and the output holds one
@@ -29,6 +31,11 @@ use crate::budget::{Condensed, Condenser, Link, MARKER_KEY, Spill, SpillKind, Sp
 const CHARS: &[char] = &[
     'a', 'b', 'c', ' ', 'x', 'y', 'z', '\n', '"', '\\', '/', '\t', '\u{1}', 'é', '€', '日', '😀',
 ];
+
+/// The smallest budget for which the oracle checks that a cut result
+/// spends at least nine tenths of it (below, the condenser's fixed room for
+/// the notice, the marker and the members after a text is a larger part).
+pub const SPENT_FROM: usize = 64 << 10;
 
 /// A text of about `len` characters.
 pub fn text(rng: &mut Rng, len: usize) -> String {
@@ -387,6 +394,24 @@ pub fn check_condensed(
         if says_linked != (links > 0) {
             return Err(format!("{links} links, but the notice says: {notice}"));
         }
+    }
+    // The budget is spent. (A binary value that did not fit was left out
+    // whole: what it would have taken may stay unused.)
+    let replaced = original_result
+        .get("content")
+        .and_then(Value::as_array)
+        .zip(result.get("content").and_then(Value::as_array))
+        .is_some_and(|(before, after)| {
+            before
+                .iter()
+                .zip(after)
+                .any(|(before, after)| is_replacement(before, after))
+        });
+    if budget >= SPENT_FROM && !replaced && frame.len() < budget / 10 * 9 {
+        return Err(format!(
+            "{} bytes: less than nine tenths of the budget {budget} spent",
+            frame.len()
+        ));
     }
     within(original_result, &result, "")
         .map_err(|e| format!("{e}\n{}", String::from_utf8_lossy(frame)))?;

@@ -279,3 +279,243 @@ fn a_media_type_longer_than_kept_is_not_reported() {
         assert_eq!(spilled[0].spilled.mime, expected);
     }
 }
+
+/// The shapes of issue 31 whose cut results must fill the budget: each a
+/// name and a `tools/call` response line larger than every budget tried.
+fn spending_shapes() -> Vec<(&'static str, String)> {
+    const MIB: usize = 1 << 20;
+    let mut rng = Rng::new(31);
+    let plain = |n: usize| "x".repeat(n);
+    let one = plain(MIB);
+    let mut shapes = vec![(
+        "one text",
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": one}]}}),
+    )];
+    // The filesystem server writes `structuredContent.content`, the Python
+    // SDK `structuredContent.result`; both after `content`, `id` last.
+    shapes.push((
+        "text and mirror",
+        json!({"result": {"content": [{"type": "text", "text": one}], "structuredContent": {"content": one}}, "jsonrpc": "2.0", "id": 2}),
+    ));
+    shapes.push((
+        "python sdk",
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": one}], "structuredContent": {"result": one}, "isError": false}}),
+    ));
+    let (a, b, c) = (plain(MIB / 2), "y".repeat(MIB / 2), "z".repeat(MIB / 2));
+    shapes.push((
+        "three texts",
+        json!({"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": a}, {"type": "text", "text": b}, {"type": "text", "text": c}]}}),
+    ));
+    shapes.push((
+        "two mirrored",
+        json!({"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": a}, {"type": "text", "text": b}], "structuredContent": {"first": a, "second": b}}}),
+    ));
+    let (m, n) = (text(&mut rng, 800_000), text(&mut rng, 600_000));
+    shapes.push((
+        "escapes",
+        json!({"jsonrpc": "2.0", "id": 6, "result": {"content": [{"type": "text", "text": m}, {"type": "resource", "resource": {"uri": "file:///n", "text": n}}], "structuredContent": {"result": m}}}),
+    ));
+    shapes
+        .into_iter()
+        .map(|(name, value)| (name, value.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_cut_result_spends_at_least_nine_tenths_of_the_budget() {
+    let mut rng = Rng::new(7);
+    let pieces: Vec<usize> = (0..64).map(|_| 1 + rng.below(9_000)).collect();
+    let mut failures = Vec::new();
+    for (name, line) in spending_shapes() {
+        for budget in [64 << 10, 256 << 10, 1 << 20] {
+            assert!(line.len() > budget, "{name} fits {budget}");
+            for links in [false, true] {
+                for lengths in [&[][..], &pieces[..]] {
+                    let (outcome, spilled) = if links {
+                        condense_linked(line.as_bytes(), budget, lengths).expect("condenses")
+                    } else {
+                        (
+                            condense_split(line.as_bytes(), budget, lengths).expect("condenses"),
+                            Vec::new(),
+                        )
+                    };
+                    let Condensed::Cut { frame, .. } = &outcome else {
+                        panic!("{name}: unchanged");
+                    };
+                    // The bytes kept of each value cut, for the record.
+                    let value = self::frame(&outcome);
+                    let kept: Vec<(&str, usize)> =
+                        value["result"]["_meta"]["io.drainpipe/truncated"]["cut"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter_map(|p| {
+                                let p = p.as_str()?;
+                                Some((p, value["result"].pointer(p)?.as_str()?.len()))
+                            })
+                            .collect();
+                    eprintln!(
+                        "{name:>16} budget {budget:>7} links {links:>5} pieces {:>3}: {:>7} bytes ({:.1}%), kept {kept:?}",
+                        lengths.len(),
+                        frame.len(),
+                        frame.len() as f64 * 100.0 / budget as f64
+                    );
+                    if let Err(e) = check_condensed(line.as_bytes(), budget, &outcome)
+                        .and_then(|()| check_spilled(line.as_bytes(), &spilled))
+                    {
+                        failures.push(format!("{name}, budget {budget}, links {links}: {e:.300}"));
+                    }
+                    if frame.len() < budget / 10 * 9 {
+                        failures.push(format!(
+                            "{name}, budget {budget}, links {links}: {} bytes",
+                            frame.len()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn an_image_after_a_cut_text_takes_room_from_it() {
+    // The text takes all the room first; the image after it is kept whole
+    // by cutting the text shorter (the texts keep half the budget in all).
+    let t = "t".repeat(1 << 20);
+    let data = "QUJD".repeat(20_000);
+    let line = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": t}, {"type": "image", "data": data, "mimeType": "image/png"}]}}).to_string();
+    let budget = 256 << 10;
+    for lengths in [&[][..], &[1000], &[7, 4093]] {
+        let outcome = condense_split(line.as_bytes(), budget, lengths).expect("condenses");
+        check_condensed(line.as_bytes(), budget, &outcome).unwrap_or_else(|e| panic!("{e}"));
+        let value = frame(&outcome);
+        assert_eq!(value["result"]["content"][1]["data"], data.as_str());
+        let kept = value["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(kept.len() > budget / 2, "kept {}", kept.len());
+    }
+    // An image that cannot fit even so is left out: the text keeps half.
+    let data = "QUJD".repeat(50_000);
+    let line = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": t}, {"type": "image", "data": data, "mimeType": "image/png"}]}}).to_string();
+    let value = frame(&condense(line.as_bytes(), budget));
+    assert!(
+        value["result"]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("left out")
+    );
+    let kept = value["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        kept.len() >= budget / 2 - (budget / 64),
+        "kept {}",
+        kept.len()
+    );
+}
+
+#[test]
+fn small_blocks_after_a_cut_text_leave_it_an_eighth() {
+    let t = "t".repeat(1 << 20);
+    let mut blocks = vec![json!({"type": "text", "text": t})];
+    blocks.extend((0..20_000).map(|i| json!({"type": "text", "text": format!("line {i}")})));
+    let line = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": blocks}}).to_string();
+    let budget = 256 << 10;
+    for lengths in [&[][..], &[333]] {
+        let outcome = condense_split(line.as_bytes(), budget, lengths).expect("condenses");
+        check_condensed(line.as_bytes(), budget, &outcome).unwrap_or_else(|e| panic!("{e}"));
+        let value = frame(&outcome);
+        let content = value["result"]["content"].as_array().unwrap();
+        let kept = content[0]["text"].as_str().unwrap();
+        // Small blocks took room until the text held an eighth; then the
+        // array was cut.
+        assert!(
+            kept.len() >= budget / 8 - budget / 64,
+            "kept {}",
+            kept.len()
+        );
+        assert!(kept.len() < budget / 4, "kept {}", kept.len());
+        assert!(content.len() > 1_000, "{} blocks", content.len());
+        assert!(content.len() < 20_001);
+    }
+}
+
+#[test]
+fn a_text_share_still_caps_a_text() {
+    let t = "t".repeat(1 << 20);
+    let line =
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": t}]}})
+            .to_string();
+    let budget = 256 << 10;
+    let mut condenser = Condenser::new(budget).unwrap().with_text_share(128);
+    condenser.feed(line.as_bytes()).unwrap();
+    let outcome = condenser.finish().unwrap();
+    let value = frame(&outcome);
+    let kept = value["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(kept.len() <= budget / 2, "kept {}", kept.len());
+    assert!(kept.len() > budget / 2 - 2048, "kept {}", kept.len());
+}
+
+#[test]
+fn slots_written_before_a_shrink_move_with_the_output() {
+    // `_meta` (the marker's slot) closes before the mirror that shrinks the
+    // text; a long id after `result` (which cannot be cut) shrinks the
+    // texts again once every slot is written; a block is replaced after
+    // a shrink moved it.
+    let mut rng = Rng::new(9);
+    let t = text(&mut rng, 200_000);
+    let t = serde_json::to_string(&t).unwrap();
+    let id = "i".repeat(3_000);
+    let data = "QUJD".repeat(100_000);
+    let block = format!(r#"{{"type":"text","text":{t}}}"#);
+    let lines = [
+        format!(
+            r#"{{"result":{{"content":[{block}],"_meta":{{"k":1}},"structuredContent":{{"content":{t}}}}},"jsonrpc":"2.0","id":"{id}"}}"#
+        ),
+        format!(r#"{{"result":{{"content":[{block},{block}]}},"id":"{id}"}}"#),
+        // The second block's text shrinks the first while the block is
+        // open; then its binary value does not fit and it is replaced.
+        format!(
+            r#"{{"result":{{"content":[{block},{{"type":"text","text":{t},"data":"{data}"}}]}},"id":"{id}"}}"#
+        ),
+        format!(
+            r#"{{"result":{{"structuredContent":{{"content":{t}}},"content":[{block}],"_meta":{{}}}},"jsonrpc":"2.0","id":"{id}"}}"#
+        ),
+    ];
+    for line in &lines {
+        for budget in [MIN_LINKED_BUDGET + 4_000, 64 << 10] {
+            for lengths in [&[][..], &[1], &[777, 5]] {
+                let outcome = condense_split(line.as_bytes(), budget, lengths).expect("condenses");
+                check_condensed(line.as_bytes(), budget, &outcome)
+                    .unwrap_or_else(|e| panic!("{e:.500}"));
+                assert_eq!(frame(&outcome)["id"], id.as_str());
+                let (outcome, spilled) =
+                    condense_linked(line.as_bytes(), budget, lengths).expect("condenses");
+                check_condensed(line.as_bytes(), budget, &outcome)
+                    .unwrap_or_else(|e| panic!("{e:.500}"));
+                check_spilled(line.as_bytes(), &spilled).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn an_escaped_surrogate_pair_is_never_split() {
+    // Python's `json.dumps` (ensure_ascii) writes an emoji as two escapes.
+    let t = r"ab\ud83d\ude00\u00e9".repeat(20_000);
+    let lines = [
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{t}"}}]}}}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{t}"}}],"structuredContent":{{"result":"{t}"}}}}}}"#
+        ),
+    ];
+    for line in &lines {
+        for budget in (MIN_CONDENSE_BUDGET..MIN_CONDENSE_BUDGET + 24).chain(65_536..65_560) {
+            for lengths in [&[][..], &[7]] {
+                let outcome = condense_split(line.as_bytes(), budget, lengths).expect("condenses");
+                check_condensed(line.as_bytes(), budget, &outcome)
+                    .unwrap_or_else(|e| panic!("budget {budget}: {e:.200}"));
+            }
+        }
+    }
+}
