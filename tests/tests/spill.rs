@@ -101,6 +101,17 @@ async fn echo(session: &Session, text: &str) -> Value {
     .result
 }
 
+/// Calls `name` with `arguments`; the response, however large.
+async fn tool_call(
+    session: &Session,
+    name: &str,
+    arguments: Value,
+) -> drainpipe_host::session::Response {
+    tool(session, name, arguments, opts(25))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 /// The link of the value at `name` in a condensed result.
 fn link(result: &Value, name: &str) -> Value {
     result["content"]
@@ -733,6 +744,52 @@ async fn resources_list_pages_through_every_value_kept() {
         other => panic!("a foreign cursor is invalid params, got {other:?}"),
     }
     shutdown_clean(&session).await;
+}
+
+/// A result over the budget comes back using at least nine tenths of it,
+/// with links and without (`--spill-max 0`), however many values are cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_condensed_result_spends_the_budget() {
+    const BUDGET: usize = 256 << 10;
+    let text = lines_text(1 << 20);
+    for extra in [&[][..], &["--spill-max", "0"]] {
+        let tmp = TempDir::new("spend");
+        let mut args = vec!["--clip", "256KiB", "--metrics", "none"];
+        args.extend_from_slice(extra);
+        let Some(session) = proxied(&args, &tmp.0).await else {
+            return;
+        };
+        within(
+            10,
+            "initialize",
+            session.call("initialize", initialize_params(), opts(5)),
+        )
+        .await
+        .expect("initialize");
+        for (tool, arguments, cut) in [
+            // One text of 1 MiB.
+            ("sized", json!({"bytes": 1 << 20}), 1),
+            // A short text and a 1 MiB string in structuredContent.
+            ("huge_field", json!({"bytes": 1 << 20}), 1),
+            // Two long texts: the arguments' JSON, and the text itself.
+            ("echo", json!({"text": text}), 2),
+        ] {
+            let what = format!("{tool} through --clip 256KiB {extra:?}");
+            let response = within(30, &what, tool_call(&session, tool, arguments)).await;
+            let marker = &response.result["_meta"]["io.drainpipe/truncated"];
+            assert_eq!(marker["cutCount"], json!(cut), "{what}: {marker}");
+            assert!(
+                response.wire_bytes <= BUDGET && response.wire_bytes * 10 >= BUDGET * 9,
+                "{what}: {} bytes of a {BUDGET}-byte budget",
+                response.wire_bytes
+            );
+            figure(
+                &what,
+                json!({"bytes": response.wire_bytes, "budget": BUDGET}),
+            );
+        }
+        shutdown_clean(&session).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
