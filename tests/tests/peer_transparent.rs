@@ -12,7 +12,8 @@
 //! does what hosts do on connecting (`transparency-client.mjs`): the
 //! handshake, every page of `tools/list`, `resources/list` and
 //! `resources/templates/list` whenever resources are announced, then a few
-//! tool calls. The servers: the official `server-everything` and
+//! tool calls (the Python SDK client, `transparency_client.py`, does the
+//! same). The servers: the official `server-everything` and
 //! `server-filesystem`, the Python SDK server, and for revision 2026-07-28
 //! the v2 TypeScript server with the v2 client.
 //!
@@ -29,6 +30,8 @@ use serde_json::{Value, json};
 /// line under it.
 const BUDGET: usize = 64 << 10;
 const RUN_SECS: u64 = 120;
+/// The TypeScript SDK host (`tests/peers/node`).
+const TS_CLIENT: &str = "transparency-client.mjs";
 
 /// The three ways a host can run the proxy.
 const MODES: [(&str, &[&str]); 3] = [
@@ -243,10 +246,10 @@ fn check(recording: &Recording, copy: &str, clip: bool, what: &str) -> usize {
     edits
 }
 
-/// Runs the client in front of `server` through each mode and checks the
-/// recordings.
+/// Runs the client (`client`, given its arguments) in front of `server`
+/// through each mode and checks the recordings.
 async fn through_each_mode(
-    node: &peers::NodePeer,
+    client: impl Fn(&[&str]) -> std::process::Command,
     name: &str,
     server: &[String],
     client_args: &[&str],
@@ -264,12 +267,7 @@ async fn through_each_mode(
         let mut argv: Vec<&str> = client_args.to_vec();
         argv.push("--");
         argv.extend(proxied.iter().map(String::as_str));
-        let run = run_client(
-            node.script("transparency-client.mjs", &argv),
-            RUN_SECS,
-            &what,
-        )
-        .await;
+        let run = run_client(client(&argv), RUN_SECS, &what).await;
         run.assert_nothing_left();
         let summary = &run.summary;
         let tools: Vec<&str> = summary["tools"]
@@ -331,7 +329,7 @@ async fn server_filesystem_arrives_as_written() {
         call("get_file_info", json!({"path": path(&small)})),
     ];
     through_each_mode(
-        &node,
+        |args| node.script(TS_CLIENT, args),
         "server-filesystem",
         &node.filesystem_server(&big.dir),
         &strs(&calls),
@@ -353,7 +351,7 @@ async fn server_everything_arrives_as_written() {
         call("get-sum", json!({"a": 123456789, "b": 1.5})),
     ];
     through_each_mode(
-        &node,
+        |args| node.script(TS_CLIENT, args),
         "server-everything",
         &node.everything_server(),
         &strs(&calls),
@@ -376,7 +374,7 @@ async fn a_python_sdk_server_arrives_as_written() {
     let calls = [call("echo", json!({"text": "línea «ünï» \"q\" 😀"}))];
     // The Python SDK announces resources (and prompts) whether it has any.
     through_each_mode(
-        &node,
+        |args| node.script(TS_CLIENT, args),
         "python-sdk server",
         &python.server(),
         &strs(&calls),
@@ -404,5 +402,41 @@ async fn the_2026_07_28_era_arrives_as_written() {
     )];
     let mut args = vec!["--sdk", "v2"];
     args.extend(strs(&calls));
-    through_each_mode(&node, "v2 server, 2026-07-28", &server, &args, false).await;
+    through_each_mode(
+        |args| node.script(TS_CLIENT, args),
+        "v2 server, 2026-07-28",
+        &server,
+        &args,
+        false,
+    )
+    .await;
+}
+
+/// The Python SDK client in front of `server-filesystem` (no resources):
+/// it lists resources when they are announced, as the TypeScript client
+/// does, and the proxy answers them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_reads_what_the_server_wrote() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(python) = peers::gate("the Python peer", peers::python()) else {
+        return;
+    };
+    if peers::gate("the drainpipe binary", peers::drainpipe()).is_none() {
+        return;
+    }
+    let file = TextFile::new("transparent-python", 4 << 10);
+    let calls = [call(
+        "read_text_file",
+        json!({"path": file.path.display().to_string()}),
+    )];
+    through_each_mode(
+        |args| python.script("transparency_client.py", args),
+        "python-sdk client + server-filesystem",
+        &node.filesystem_server(&file.dir),
+        &strs(&calls),
+        false,
+    )
+    .await;
 }
