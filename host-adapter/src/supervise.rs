@@ -5,7 +5,7 @@
 //!
 //! Why a process: nothing in a SIGKILLed process runs, and
 //! `PR_SET_PDEATHSIG` must be set in the child between fork and exec, which
-//! this crate does not do (it has no `unsafe`); it would also reach the
+//! this crate does not do (it would take `unsafe`); it would also reach the
 //! server alone, not its tree. How it knows: it holds the read end of a pipe
 //! whose only writer is the parent; end of file means the parent is gone.
 //! What it sees: every 100 ms it walks `/proc` (Linux) for the parent's
