@@ -42,6 +42,27 @@ if grep -E '^(wasmtime|clap) ' <<<"$deps" || grep -E '^wit-component ' <<<"$buil
 fi
 cargo build --quiet -p drainpipe-host --no-default-features
 
+step "macOS: the crates type-check for both Apple targets"
+# `cargo check` links nothing, but wasmtime's build script compiles one C
+# file: clang compiles it for the Apple target, with scripts/apple-sdk-stub
+# standing in for the one SDK header it includes.
+rustup target add aarch64-apple-darwin x86_64-apple-darwin
+if ! command -v clang >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang >/dev/null
+fi
+(
+    apple_cflags="-ffreestanding -isystem $PWD/scripts/apple-sdk-stub"
+    export CC_aarch64_apple_darwin=clang CC_x86_64_apple_darwin=clang
+    export CFLAGS_aarch64_apple_darwin="$apple_cflags" CFLAGS_x86_64_apple_darwin="$apple_cflags"
+    for target in aarch64-apple-darwin x86_64-apple-darwin; do
+        for features in --no-default-features ""; do
+            cargo check --quiet --target "$target" $features \
+                -p drainpipe-framer -p drainpipe-host -p drainpipe-cli ||
+                { echo "cargo check --target $target $features failed" >&2; exit 1; }
+        done
+    done
+)
+
 step "peers: Node and Python MCP SDKs, jco"
 if [ -f tests/peers/setup.sh ]; then
     bash tests/peers/setup.sh

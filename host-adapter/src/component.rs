@@ -32,6 +32,8 @@ use wasmtime::{Engine, ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, 
 
 use crate::backend::{BackendError, FramerBackend};
 
+mod cache;
+
 /// Generated from `wit/framer.wit`; the types are checked against the
 /// component once, when the [`InstancePre`](wasmtime::component::InstancePre)
 /// is indexed.
@@ -80,10 +82,10 @@ pub const DEFAULT_MAX_CHUNK_BYTES: usize = 64 * 1024;
 /// Process-wide settings of the sandbox.
 #[derive(Clone, Debug)]
 pub struct SandboxOptions {
-    /// Where compiled code is cached between processes, keyed by wasmtime's
-    /// version, the engine's settings and a hash of the component, so a
-    /// changed component or engine never loads stale code. `None` compiles
-    /// at every start (~15 ms).
+    /// Where compiled code is cached between processes (in its `compiled`
+    /// folder), keyed by wasmtime's version, the engine's settings and a
+    /// hash of the component, so a changed component or engine never loads
+    /// stale code. `None` compiles at every start (~15 ms).
     pub cache_dir: Option<PathBuf>,
     /// Enforce [`GuestLimits::call_deadline`] (the default). Protects the
     /// host's **reader** from a guest that loops: without it such a call
@@ -166,7 +168,9 @@ impl GuestLimits {
 pub struct Sandbox {
     engine: Engine,
     pre: bindings::FramerPre<GuestState>,
-    cache: Option<wasmtime::Cache>,
+    /// How [`Sandbox::new`] got the compiled component: counted for
+    /// [`Sandbox::cache_hits`] and [`Sandbox::cache_misses`].
+    loaded: cache::Loaded,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -179,11 +183,17 @@ impl Sandbox {
     /// Compiles [`COMPONENT_WASM`] (or loads it from the cache) and starts
     /// the epoch ticker that enforces call deadlines.
     pub fn new(options: &SandboxOptions) -> Result<Self, BackendError> {
-        let (engine, cache) = engine(options)?;
-        let component =
-            Component::new(&engine, COMPONENT_WASM).map_err(setup("compiling the component"))?;
+        let engine = engine(options)?;
+        let (component, loaded) = match &options.cache_dir {
+            Some(dir) => cache::load_or_compile(&engine, COMPONENT_WASM, &dir.join("compiled"))?,
+            None => (
+                Component::new(&engine, COMPONENT_WASM)
+                    .map_err(setup("compiling the component"))?,
+                cache::Loaded::NoCache,
+            ),
+        };
         let mut sandbox = Self::from_component(engine, &component)?;
-        sandbox.cache = cache;
+        sandbox.loaded = loaded;
         Ok(sandbox)
     }
 
@@ -213,7 +223,7 @@ impl Sandbox {
         Ok(Sandbox {
             engine,
             pre,
-            cache: None,
+            loaded: cache::Loaded::NoCache,
         })
     }
 
@@ -227,12 +237,12 @@ impl Sandbox {
 
     /// Loads of compiled code from the cache by this sandbox (0 or 1).
     pub fn cache_hits(&self) -> usize {
-        self.cache.as_ref().map_or(0, wasmtime::Cache::cache_hits)
+        usize::from(self.loaded == cache::Loaded::Hit)
     }
 
     /// Compilations that missed the cache (0 or 1; 0 without a cache).
     pub fn cache_misses(&self) -> usize {
-        self.cache.as_ref().map_or(0, wasmtime::Cache::cache_misses)
+        usize::from(self.loaded == cache::Loaded::Miss)
     }
 
     /// The engine the component runs on.
@@ -288,24 +298,10 @@ impl Sandbox {
     }
 }
 
-fn engine(options: &SandboxOptions) -> Result<(Engine, Option<wasmtime::Cache>), BackendError> {
+fn engine(options: &SandboxOptions) -> Result<Engine, BackendError> {
     let mut config = Sandbox::engine_config();
     config.epoch_interruption(options.call_deadlines);
-    let mut cache = None;
-    if let Some(dir) = &options.cache_dir {
-        let mut cache_config = wasmtime::CacheConfig::new();
-        cache_config.with_directory(dir.join("wasmtime"));
-        match wasmtime::Cache::new(cache_config) {
-            Ok(c) => {
-                config.cache(Some(c.clone()));
-                cache = Some(c);
-            }
-            // A cache is an optimisation: run without it rather than not at all.
-            Err(e) => tracing::warn!("compiled-code cache in {} unusable: {e:#}", dir.display()),
-        }
-    }
-    let engine = Engine::new(&config).map_err(setup("creating the wasmtime engine"))?;
-    Ok((engine, cache))
+    Engine::new(&config).map_err(setup("creating the wasmtime engine"))
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] until the engine is

@@ -17,7 +17,9 @@
 //!   Rust MCP SDK's client.
 //! - [`server`]: the server side, for tool authors: bounded subprocesses and
 //!   cancellation of in-flight work.
-#![forbid(unsafe_code)]
+// `deny`, not `forbid`: component/cache.rs allows the one `unsafe` call,
+// loading compiled code it wrote itself.
+#![deny(unsafe_code)]
 
 pub mod backend;
 #[cfg(feature = "component")]

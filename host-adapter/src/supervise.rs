@@ -5,7 +5,7 @@
 //!
 //! Why a process: nothing in a SIGKILLed process runs, and
 //! `PR_SET_PDEATHSIG` must be set in the child between fork and exec, which
-//! this crate does not do (it has no `unsafe`); it would also reach the
+//! this crate does not do (it would take `unsafe`); it would also reach the
 //! server alone, not its tree. How it knows: it holds the read end of a pipe
 //! whose only writer is the parent; end of file means the parent is gone.
 //! What it sees: every 100 ms it walks `/proc` (Linux) for the parent's
@@ -18,14 +18,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, kill, killpg};
-use nix::unistd::Pid;
+use crate::pipe::sys::{self, Group, ProcessEntry, Stop};
 
 /// How often the tree is looked at.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
@@ -35,14 +33,15 @@ const LOOK_EVERY: Duration = Duration::from_millis(100);
 /// the pipe, and dropping it, or this process ending in any way, tells the
 /// supervisor to clean up.
 pub fn spawn(exe: &Path) -> io::Result<Child> {
-    Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args(["supervise", "--parent"])
         .arg(std::process::id().to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
+        .stderr(Stdio::null());
+    sys::lead_new_group_std(&mut command)?;
+    command.spawn()
 }
 
 /// Starts one supervisor for this whole process, the first time it is
@@ -64,6 +63,11 @@ pub fn guard_this_process(exe: &Path) -> io::Result<()> {
 /// The supervisor's body (`drainpipe supervise`): watches until its stdin
 /// ends, then kills everything it saw under `parent`, and their groups.
 pub fn run(parent: u32) {
+    if let Err(error) = sys::process_table() {
+        // Nothing could be seen, so nothing would be killed: say so.
+        tracing::error!(%error, "the orphan guard cannot run here");
+        return;
+    }
     let (ended, wait) = mpsc::channel();
     std::thread::spawn(move || {
         let mut stdin = io::stdin();
@@ -89,58 +93,18 @@ pub fn run(parent: u32) {
         let Some(p) = now.get(pid).filter(|p| p.started == *started) else {
             continue;
         };
-        let target = Pid::from_raw(*pid as i32);
-        if p.group == *pid {
-            let _ = killpg(target, Signal::SIGKILL);
+        if p.group == *pid
+            && let Ok(group) = Group::led_by(*pid)
+        {
+            let _ = group.stop(Stop::Kill);
         }
-        let _ = kill(target, Signal::SIGKILL);
+        let _ = sys::kill_process(*pid);
     }
 }
 
-/// One process, from `/proc/<pid>/stat`.
-struct Proc {
-    parent: u32,
-    group: u32,
-    /// Clock ticks after boot: with the pid, names one process for good.
-    started: u64,
-}
-
-/// Every process now (empty where `/proc` is not there).
-fn processes() -> HashMap<u32, Proc> {
-    let mut all = HashMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return all;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp …`: the name may hold spaces and
-        // parentheses, so fields are counted after the last `)`.
-        let Some(after) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
-            continue;
-        };
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        let number = |at: usize| fields.get(at).and_then(|f| f.parse::<u64>().ok());
-        if let (Some(parent), Some(group), Some(started)) = (number(1), number(2), number(19)) {
-            all.insert(
-                pid,
-                Proc {
-                    parent: parent as u32,
-                    group: group as u32,
-                    started,
-                },
-            );
-        }
-    }
-    all
+/// Every process now; empty where the table cannot be read.
+fn processes() -> HashMap<u32, ProcessEntry> {
+    sys::process_table().unwrap_or_default()
 }
 
 /// Adds to `seen` every descendant of `roots` and every member of a group

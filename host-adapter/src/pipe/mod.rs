@@ -11,6 +11,8 @@
 //! - [`stdin`]: the one task that writes to a child's stdin (or any pipe).
 //! - [`stderr`]: the drain that reads a child's stderr for as long as it is
 //!   open.
+//! - [`sys`]: what differs between platforms (process groups, signals, the
+//!   process table), one file per platform family.
 //!
 //! What each side does with the messages (a session routes answers to its
 //! callers, the proxy forwards them) stays in `session/` and `proxy/`.
@@ -21,3 +23,4 @@ pub(crate) mod process;
 pub(crate) mod reader;
 pub(crate) mod stderr;
 pub(crate) mod stdin;
+pub(crate) mod sys;

@@ -9,12 +9,10 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+use crate::pipe::sys::{self, Group, Reached, Stop};
 use crate::session::{Ending, ShutdownTimeouts};
 
 /// What a fresh spawn hands out: the control handle and the three pipes.
@@ -28,7 +26,7 @@ pub(crate) struct Spawned {
 /// Signals and exit status of a spawned server's process group.
 #[derive(Debug)]
 pub(crate) struct ProcessControl {
-    pgid: Pid,
+    group: Group,
     exit: watch::Receiver<Option<ExitStatus>>,
     /// Set once the leader is reaped and the group was found empty: from then
     /// on the group id may be reused by an unrelated process, so the session
@@ -43,20 +41,20 @@ pub(crate) fn spawn(mut command: Command) -> io::Result<Spawned> {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(false);
+    sys::lead_new_group(&mut command)?;
     let mut child = command.spawn()?;
     let pid = child
         .id()
         .ok_or_else(|| io::Error::other("child exited before it could be tracked"))?;
-    let pid = i32::try_from(pid).map_err(|_| io::Error::other("pid does not fit a pid_t"))?;
+    let group = Group::led_by(pid)?;
     let stdin = child.stdin.take().expect("stdin was piped");
     let stdout = child.stdout.take().expect("stdout was piped");
     let stderr = child.stderr.take().expect("stderr was piped");
     let (tx, exit) = watch::channel(None);
     tokio::spawn(reap(child, tx));
     let control = ProcessControl {
-        pgid: Pid::from_raw(pid),
+        group,
         exit,
         group_gone: AtomicBool::new(false),
     };
@@ -80,7 +78,7 @@ async fn reap(mut child: Child, tx: watch::Sender<Option<ExitStatus>>) {
 impl ProcessControl {
     /// The leader's pid, which is also the process group id.
     pub(crate) fn pid(&self) -> u32 {
-        self.pgid.as_raw() as u32
+        self.group.leader()
     }
 
     /// The exit status, once the leader was reaped.
@@ -98,20 +96,20 @@ impl ProcessControl {
         }
     }
 
-    /// Sends `signal` to the whole group. Returns false when nobody was left
-    /// to receive it.
-    pub(crate) fn signal_group(&self, signal: Signal) -> bool {
+    /// Takes `step` against the whole group. Returns false when nobody was
+    /// left to receive it.
+    pub(crate) fn signal_group(&self, step: Stop) -> bool {
         if self.group_gone.load(Ordering::Acquire) {
             return false;
         }
-        match killpg(self.pgid, signal) {
-            Ok(()) => true,
-            Err(Errno::ESRCH) => {
+        match self.group.stop(step) {
+            Reached::Members => true,
+            Reached::Empty => {
                 self.mark_gone_if_reaped();
                 false
             }
-            Err(error) => {
-                tracing::warn!(%error, pgid = self.pgid.as_raw(), "could not signal the server's process group");
+            Reached::Failed(error) => {
+                tracing::warn!(%error, pgid = self.group.leader(), "could not signal the server's process group");
                 false
             }
         }
@@ -122,9 +120,9 @@ impl ProcessControl {
         if self.group_gone.load(Ordering::Acquire) {
             return false;
         }
-        match killpg(self.pgid, None) {
-            Ok(()) => true,
-            Err(_) => {
+        match self.group.probe() {
+            Reached::Members => true,
+            Reached::Empty | Reached::Failed(_) => {
                 self.mark_gone_if_reaped();
                 false
             }
@@ -160,19 +158,19 @@ impl ProcessControl {
         let mut status = self.wait_exit(timeouts.after_close).await;
         if status.is_none() {
             ending = Ending::Terminated;
-            self.signal_group(Signal::SIGTERM);
+            self.signal_group(Stop::Terminate);
             status = self.wait_exit(timeouts.after_term).await;
         }
         if status.is_none() {
             ending = Ending::Killed;
-            killed = self.signal_group(Signal::SIGKILL);
+            killed = self.signal_group(Stop::Kill);
             status = self.wait_exit(timeouts.after_kill).await;
         }
         if status.is_none() {
             ending = Ending::Unreaped;
         }
         // The leader is gone; anything left in its group is an orphan in the making.
-        let leftovers_killed = self.group_alive() && self.signal_group(Signal::SIGKILL);
+        let leftovers_killed = self.group_alive() && self.signal_group(Stop::Kill);
         if leftovers_killed {
             // Bounded: members reparented to an init that never reaps would
             // keep the group id alive as zombies.
@@ -195,7 +193,7 @@ impl Drop for ProcessControl {
         // The last handle went away without a shutdown: the server and its
         // group must not outlive the session.
         if self.exit_status().is_none() || self.group_alive() {
-            self.signal_group(Signal::SIGKILL);
+            self.signal_group(Stop::Kill);
         }
     }
 }

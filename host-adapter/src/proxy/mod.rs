@@ -38,7 +38,6 @@ mod sink;
 pub(crate) mod spill;
 
 use std::io;
-use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
@@ -46,7 +45,6 @@ use std::time::{Duration, Instant};
 
 use drainpipe_framer::Config as FramerConfig;
 use drainpipe_framer::budget::MIN_LINKED_BUDGET;
-use nix::sys::signal::Signal;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 use tokio::sync::mpsc;
@@ -61,6 +59,7 @@ pub use spill::SpillConfig;
 
 use crate::pipe::stderr::drain;
 use crate::pipe::stdin::{WriterEnd, write_lines};
+use crate::pipe::sys::{self, Stop};
 use crate::pipe::{jsonrpc, process};
 use crate::session::ShutdownTimeouts;
 use route::{Direction, InFlight, Router, SpillRoute};
@@ -153,7 +152,7 @@ pub fn exit_code(status: Option<ExitStatus>) -> i32 {
     match status {
         Some(status) => status
             .code()
-            .or_else(|| status.signal().map(|s| 128 + s))
+            .or_else(|| sys::exit_signal(&status).map(|s| 128 + s))
             .unwrap_or(1),
         None => 1,
     }
@@ -301,7 +300,7 @@ pub async fn run(
             } else {
                 "asked to stop: SIGTERM to the server"
             });
-            control.signal_group(Signal::SIGTERM);
+            control.signal_group(Stop::Terminate);
             close_server_stdin.cancel();
             let timeouts = ShutdownTimeouts {
                 after_close: config.shutdown.after_term,
@@ -360,7 +359,7 @@ pub async fn run(
     metrics.errors_sent += queued - unwritten.min(queued);
     metrics.errors_dropped += waiting.len() as u64 - queued + unwritten.min(queued);
     metrics.server_exit_code = status.and_then(|s| s.code());
-    metrics.server_signal = status.and_then(|s| s.signal());
+    metrics.server_signal = status.and_then(|s| sys::exit_signal(&s));
     metrics.stderr_bytes_dropped = sink.dropped_bytes();
     metrics.elapsed_ms = started.elapsed().as_millis() as u64;
     if !output_ended {

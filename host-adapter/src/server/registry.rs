@@ -5,10 +5,10 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
+
+use crate::pipe::sys::{Group, Stop};
 
 /// The id is already running; JSON-RPC ids must be unique among requests in
 /// flight, so the second one is refused rather than silently replacing the first.
@@ -24,7 +24,7 @@ struct Entry {
     token: CancellationToken,
     abort: Option<AbortHandle>,
     /// Process group to kill on cancel, set once the work spawns one.
-    process_group: Option<i32>,
+    process_group: Option<Group>,
 }
 
 #[derive(Debug, Default)]
@@ -73,7 +73,7 @@ impl WorkContext {
             .get_mut(&self.id)
             .filter(|e| e.generation == self.generation)
         {
-            entry.process_group = Some(pgid as i32);
+            entry.process_group = Group::led_by(pgid).ok();
         }
     }
 }
@@ -204,7 +204,7 @@ fn stop(entry: Entry) {
     if let Some(pgid) = entry.process_group {
         // Killed here, not only by the task's drop: the group must die even
         // if the aborted task is never polled again.
-        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        let _ = pgid.stop(Stop::Kill);
     }
     if let Some(abort) = entry.abort {
         abort.abort();

@@ -6,9 +6,6 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
@@ -17,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use drainpipe_framer::budget::Capture;
 
+use crate::pipe::sys::{self, Group, Reached, Stop};
 use crate::session::{CaptureLimits, CaptureSnapshot};
 
 /// The budget of one subprocess run.
@@ -105,14 +103,14 @@ impl BoundedSubprocess {
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
+        sys::lead_new_group(&mut command)?;
         let mut child = command.spawn()?;
         let pid = child
             .id()
             .ok_or_else(|| io::Error::other("child exited before it could be tracked"))?;
         let group = GroupGuard {
-            pgid: Pid::from_raw(pid as i32),
+            group: Group::led_by(pid)?,
             armed: true,
         };
         let stdout = drain(
@@ -134,7 +132,7 @@ impl BoundedSubprocess {
 
     /// The subprocess's pid, which is also its process group id.
     pub fn pid(&self) -> u32 {
-        self.group.pgid.as_raw() as u32
+        self.group.group.leader()
     }
 
     /// Waits for the subprocess to exit, for `cancel`, or for the timeout;
@@ -158,18 +156,18 @@ impl BoundedSubprocess {
             _ = timeout => (SubprocessEnding::TimedOut, None),
         };
         if status.is_none() {
-            self.group.signal(Signal::SIGTERM);
+            self.group.signal(Stop::Terminate);
             status = match tokio::time::timeout(self.limits.kill_grace, child.wait()).await {
                 Ok(status) => status.ok(),
                 Err(_) => {
-                    self.group.signal(Signal::SIGKILL);
+                    self.group.signal(Stop::Kill);
                     child.wait().await.ok()
                 }
             };
         }
         self.child = None;
         // The leader is reaped only now, so the group id still names its group.
-        let leftovers_killed = self.group.signal(Signal::SIGKILL);
+        let leftovers_killed = self.group.signal(Stop::Kill);
         let mut drain_timed_out = false;
         for task in [&mut self.stdout.1, &mut self.stderr.1] {
             if tokio::time::timeout(self.limits.drain_timeout, &mut *task)
@@ -201,7 +199,7 @@ impl Drop for BoundedSubprocess {
         if let Some(mut child) = self.child.take() {
             // Dropped before `run` finished (its task was aborted): kill the
             // group now and reap the leader in the background.
-            self.group.signal(Signal::SIGKILL);
+            self.group.signal(Stop::Kill);
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn(async move {
                     let _ = child.wait().await;
@@ -229,32 +227,32 @@ fn drain(mut pipe: impl AsyncRead + Unpin + Send + 'static, limits: CaptureLimit
 /// Kills the process group on drop unless it was seen empty.
 #[derive(Debug)]
 struct GroupGuard {
-    pgid: Pid,
+    group: Group,
     armed: bool,
 }
 
 impl GroupGuard {
     /// Signals the group; false if it no longer exists.
-    fn signal(&self, signal: Signal) -> bool {
-        match killpg(self.pgid, signal) {
-            Ok(()) => true,
-            Err(Errno::ESRCH) => false,
-            Err(error) => {
-                tracing::warn!(%error, pgid = self.pgid.as_raw(), "could not signal a subprocess group");
+    fn signal(&self, step: Stop) -> bool {
+        match self.group.stop(step) {
+            Reached::Members => true,
+            Reached::Empty => false,
+            Reached::Failed(error) => {
+                tracing::warn!(%error, pgid = self.group.leader(), "could not signal a subprocess group");
                 false
             }
         }
     }
 
     fn alive(&self) -> bool {
-        killpg(self.pgid, None).is_ok()
+        matches!(self.group.probe(), Reached::Members)
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if self.armed {
-            self.signal(Signal::SIGKILL);
+            self.signal(Stop::Kill);
         }
     }
 }

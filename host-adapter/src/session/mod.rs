@@ -48,7 +48,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use drainpipe_framer::budget::Capture;
 use drainpipe_framer::owned::OwnedId;
-use nix::sys::signal::Signal;
 use serde::Serialize;
 use tokio::process::Command;
 use tokio::sync::mpsc;
@@ -70,6 +69,7 @@ pub use requests::{CallError, PendingCall, Rejection, RequestId, Response};
 use crate::pipe::jsonrpc::response_line;
 use crate::pipe::process::{self, ProcessControl};
 use crate::pipe::stdin::{WriterEnd, write_lines};
+use crate::pipe::sys::Stop;
 use metrics::Counters;
 use requests::PendingMap;
 
@@ -183,7 +183,7 @@ impl Shared {
         // Killed and counted before anyone can observe the loss.
         if !self.killed.swap(true, Ordering::AcqRel) {
             tracing::warn!(pid = self.process.pid(), reason, "killing the server");
-            if self.process.signal_group(Signal::SIGKILL) {
+            if self.process.signal_group(Stop::Kill) {
                 Counters::bump(&self.counters.process_kills);
             }
         }
@@ -216,7 +216,7 @@ impl Drop for Handle {
     fn drop(&mut self) {
         if self.report.get().is_none() {
             self.shared.close_stdin.cancel();
-            if self.shared.process.signal_group(Signal::SIGKILL) {
+            if self.shared.process.signal_group(Stop::Kill) {
                 Counters::bump(&self.shared.counters.process_kills);
             }
             // Calls still awaited elsewhere must not wait for their timeouts.

@@ -1,0 +1,54 @@
+//! What differs between platform families, behind one small interface: the
+//! rest of the crate calls these and never says `cfg(unix)`.
+//!
+//! - Spawning a child as the leader of its own group (a process group on
+//!   unix), so one call reaches it and everything it started.
+//! - Stopping a group in steps ([`Stop::Terminate`], then [`Stop::Kill`])
+//!   and asking whether anything of it is left.
+//! - How an exit status names the signal that ended a process.
+//! - The process table the orphan guard (`supervise`) walks.
+//!
+//! `unix.rs` is the implementation drainpipe runs on (Linux, macOS).
+//! `windows.rs` compiles but does not guard yet: each of its operations
+//! fails at run time with [`io::ErrorKind::Unsupported`] rather than
+//! pretending to (a Job Object with `KILL_ON_JOB_CLOSE` is the planned
+//! implementation, issue #32).
+
+use std::io;
+
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+use unix as imp;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+use windows as imp;
+
+pub(crate) use imp::{Group, exit_signal, kill_process, lead_new_group, lead_new_group_std};
+pub(crate) use imp::{ProcessEntry, process_table};
+
+/// One step of stopping a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// Asks every member to end (SIGTERM): a server may still clean up.
+    Terminate,
+    /// Ends every member now (SIGKILL); nothing can refuse it.
+    Kill,
+}
+
+/// What a call on a [`Group`] found.
+#[derive(Debug)]
+// windows.rs reaches no group yet, so it only ever says `Failed`.
+#[cfg_attr(windows, allow(dead_code))]
+pub(crate) enum Reached {
+    /// At least one member was there to receive it.
+    Members,
+    /// No process is left in the group (the id may already be reused once
+    /// the leader was reaped: the caller stops using it then).
+    Empty,
+    /// The call failed for another reason (permissions, or a platform that
+    /// cannot do it yet).
+    Failed(io::Error),
+}
