@@ -7,6 +7,8 @@
 //!   and asking whether anything of it is left.
 //! - How an exit status names the signal that ended a process.
 //! - The process table the orphan guard (`supervise`) walks.
+//! - Files and directories only this user can open (the spill store), who
+//!   owns a file, and whether a process exists.
 //!
 //! `unix.rs` is the implementation drainpipe runs on (Linux, macOS).
 //! `windows.rs` compiles but does not guard yet: each of its operations
@@ -28,6 +30,7 @@ use windows as imp;
 
 pub(crate) use imp::{Group, exit_signal, kill_process, lead_new_group, lead_new_group_std};
 pub(crate) use imp::{ProcessEntry, process_table};
+pub(crate) use imp::{create_private_dir, create_private_file, owned_by_me, process_exists};
 
 /// One step of stopping a group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

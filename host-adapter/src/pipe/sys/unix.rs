@@ -1,8 +1,11 @@
-//! Unix: process groups and signals.
+//! Unix: process groups and signals, and file modes.
 
 use std::collections::HashMap;
+use std::fs;
 use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
 use std::process::ExitStatus;
 
 use nix::errno::Errno;
@@ -123,4 +126,33 @@ pub(crate) fn process_table() -> io::Result<HashMap<u32, ProcessEntry>> {
         }
     }
     Ok(all)
+}
+
+/// Creates a directory only this user can open (mode 0700).
+pub(crate) fn create_private_dir(path: &Path) -> io::Result<()> {
+    fs::DirBuilder::new().mode(0o700).create(path)
+}
+
+/// Creates a new file only this user can read or write (mode 0600); fails
+/// if it exists.
+pub(crate) fn create_private_file(path: &Path) -> io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Whether what `metadata` describes belongs to this process's user.
+pub(crate) fn owned_by_me(metadata: &fs::Metadata) -> bool {
+    metadata.uid() == nix::unistd::getuid().as_raw()
+}
+
+/// Whether a process `pid` exists (a signal-0 probe: one of another user
+/// exists too).
+pub(crate) fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
 }

@@ -7,7 +7,9 @@
 //! by closing stdin, waiting, then `TerminateJobObject`.
 
 use std::collections::HashMap;
+use std::fs;
 use std::io;
+use std::path::Path;
 use std::process::ExitStatus;
 
 use super::{Reached, Stop};
@@ -80,4 +82,30 @@ pub(crate) struct ProcessEntry {
 /// die with drainpipe, and is not written for Windows.
 pub(crate) fn process_table() -> io::Result<HashMap<u32, ProcessEntry>> {
     Err(unsupported("walk the process table"))
+}
+
+/// Creates a directory. Under the user's temp dir (`%TEMP%`, in the
+/// user's profile) it inherits an ACL that lets only the user (and the
+/// system and administrators) open it.
+pub(crate) fn create_private_dir(path: &Path) -> io::Result<()> {
+    fs::create_dir(path)
+}
+
+/// Creates a new file (private as its directory is, see
+/// [`create_private_dir`]); fails if it exists.
+pub(crate) fn create_private_file(path: &Path) -> io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
+/// Everything in the user's own temp dir is the user's.
+pub(crate) fn owned_by_me(_metadata: &fs::Metadata) -> bool {
+    true
+}
+
+/// Not known yet: said to exist, so nothing is removed on its account.
+pub(crate) fn process_exists(_pid: u32) -> bool {
+    true
 }

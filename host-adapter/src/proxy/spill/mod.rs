@@ -34,7 +34,6 @@ use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::hash::{BuildHasher, RandomState};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{SyncSender, sync_channel};
@@ -42,7 +41,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use drainpipe_framer::budget::{Link, Links, Spill, SpillKind};
-use nix::fcntl::{Flock, FlockArg};
+
+use crate::pipe::sys;
 
 /// The URI scheme and path of spilled values.
 pub(crate) const URI_PREFIX: &str = "drainpipe://result/";
@@ -122,7 +122,8 @@ struct Shared {
     changed: Condvar,
     /// The proxy is ending: no new files.
     closed: AtomicBool,
-    _lock: Flock<fs::File>,
+    /// Holds the directory's lock while the proxy lives.
+    _lock: fs::File,
 }
 
 impl Shared {
@@ -167,18 +168,14 @@ impl SpillStore {
         // a sweep never sees it unlocked.
         let making = temp.join(format!(".{name}"));
         let dir = temp.join(name);
-        fs::DirBuilder::new().mode(0o700).create(&making)?;
+        sys::create_private_dir(&making)?;
         // Held while this proxy lives: the next proxy's sweep tells a live
         // directory from a stale one by it (a pid can be reused, or belong
         // to another namespace sharing the temp dir).
-        let locked = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(making.join(LOCK_FILE))
+        let locked = sys::create_private_file(&making.join(LOCK_FILE))
             .and_then(|lock| {
-                Flock::lock(lock, FlockArg::LockExclusiveNonblock)
-                    .map_err(|(_, errno)| io::Error::from(errno))
+                lock.try_lock().map_err(io::Error::from)?;
+                Ok(lock)
             })
             .and_then(|lock| fs::rename(&making, &dir).map(|()| lock));
         let lock = match locked {
@@ -276,10 +273,6 @@ fn sweep_stale(temp: &Path) {
     let Ok(entries) = fs::read_dir(temp) else {
         return;
     };
-    // The owner of /proc/self is this process's user.
-    let Ok(me) = fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)) else {
-        return;
-    };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(rest) = name
@@ -288,22 +281,18 @@ fn sweep_stale(temp: &Path) {
         else {
             continue;
         };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
             continue;
         };
-        let ours = std::os::unix::fs::MetadataExt::uid(&match entry.metadata() {
-            Ok(m) => m,
-            Err(_) => continue,
-        }) == me;
-        if !ours {
+        if !entry.metadata().is_ok_and(|m| sys::owned_by_me(&m)) {
             continue;
         }
         let stale = match fs::File::open(entry.path().join(LOCK_FILE)) {
-            Ok(file) => Flock::lock(file, FlockArg::LockExclusiveNonblock).is_ok(),
+            Ok(file) => file.try_lock().is_ok(),
             // No lock file: left by a proxy that made none; stale once its
             // pid is gone and it is a minute old.
             Err(_) => {
-                let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err();
+                let gone = !sys::process_exists(pid);
                 gone && entry
                     .metadata()
                     .and_then(|m| m.modified())

@@ -2,9 +2,8 @@
 //! escapes, then base64 for binary) into its file, within the quota.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{BufWriter, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 
@@ -13,6 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use drainpipe_framer::budget::{SpillKind, Unescaper};
 
 use super::{Command, FileState, Shared, State};
+use crate::pipe::sys;
 
 /// A file being written.
 struct Open {
@@ -36,11 +36,7 @@ pub(super) fn run(shared: &Shared, commands: Receiver<Command>) {
                     fail(shared, file, "the proxy is ending");
                     continue;
                 }
-                let created = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(shared.path(file));
+                let created = sys::create_private_file(&shared.path(file));
                 match created {
                     Ok(out) => {
                         open.insert(
