@@ -63,6 +63,12 @@ fi
     done
 )
 
+step "Windows: the session library type-checks for x86_64-pc-windows-gnu"
+# Everything it needs of the platform goes through host-adapter/src/pipe/sys;
+# it refuses to spawn a server it cannot guard there yet (issue #32).
+rustup target add x86_64-pc-windows-gnu
+cargo check --quiet --target x86_64-pc-windows-gnu -p drainpipe-framer -p drainpipe-host --no-default-features
+
 step "peers: Node and Python MCP SDKs, jco"
 if [ -f tests/peers/setup.sh ]; then
     bash tests/peers/setup.sh
