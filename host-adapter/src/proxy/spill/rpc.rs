@@ -1,7 +1,9 @@
 //! The MCP side of spilling: the requests the proxy answers itself
-//! (`resources/read` of its own URIs, the `drainpipe_read` tool), and the
-//! edits to what the server announces (`drainpipe_read` in `tools/list`,
-//! the `resources` capability).
+//! (`resources/read` of its own URIs, the `drainpipe_read` tool, and every
+//! resource method when it is the proxy that announced resources), and the
+//! insertions into what the server announces (`drainpipe_read` in
+//! `tools/list`, the `resources` capability), spliced into the server's
+//! bytes.
 
 use regex::bytes::RegexBuilder;
 use serde_json::{Map, Value, json};
