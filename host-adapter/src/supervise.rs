@@ -32,7 +32,13 @@ const LOOK_EVERY: Duration = Duration::from_millis(100);
 /// binary) in its own process group. Keep the returned child: its stdin is
 /// the pipe, and dropping it, or this process ending in any way, tells the
 /// supervisor to clean up.
-pub fn spawn(exe: &Path) -> io::Result<Child> {
+///
+/// `None` where no guard is needed: on Windows each server's Job Object
+/// ends its tree when this process ends, however it ends.
+pub fn spawn(exe: &Path) -> io::Result<Option<Child>> {
+    if sys::JOBS_DIE_WITH_OWNER {
+        return Ok(None);
+    }
     let mut command = Command::new(exe);
     command
         .args(["supervise", "--parent"])
@@ -41,7 +47,15 @@ pub fn spawn(exe: &Path) -> io::Result<Child> {
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     sys::lead_new_group_std(&mut command)?;
-    command.spawn()
+    let child = command.spawn()?;
+    Group::adopt_std(&child)?;
+    Ok(Some(child))
+}
+
+/// Ends the process `pid` now (SIGKILL; `TerminateProcess` on Windows): for
+/// a checker that found an orphan it started.
+pub fn kill_process(pid: u32) -> io::Result<()> {
+    sys::kill_process(pid)
 }
 
 /// Starts one supervisor for this whole process, the first time it is
@@ -55,7 +69,7 @@ pub fn guard_this_process(exe: &Path) -> io::Result<()> {
     let mut slot = guard.lock().expect("supervisor slot");
     if slot.is_none() {
         // Kept for the life of the process: its end closes the pipe.
-        *slot = Some(spawn(exe)?);
+        *slot = spawn(exe)?;
     }
     Ok(())
 }

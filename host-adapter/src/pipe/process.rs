@@ -44,10 +44,7 @@ pub(crate) fn spawn(mut command: Command) -> io::Result<Spawned> {
         .kill_on_drop(false);
     sys::lead_new_group(&mut command)?;
     let mut child = command.spawn()?;
-    let pid = child
-        .id()
-        .ok_or_else(|| io::Error::other("child exited before it could be tracked"))?;
-    let group = Group::led_by(pid)?;
+    let group = Group::adopt_tokio(&child)?;
     let stdin = child.stdin.take().expect("stdin was piped");
     let stdout = child.stdout.take().expect("stdout was piped");
     let stderr = child.stderr.take().expect("stderr was piped");

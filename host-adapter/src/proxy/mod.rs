@@ -147,6 +147,25 @@ impl ProxyOutcome {
     }
 }
 
+/// This process's stdin, as the proxy's host input: read through the
+/// runtime's reactor where the platform allows it, else on a blocking
+/// thread. Needs a tokio runtime.
+pub fn host_stdin() -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
+    sys::own_stdin()
+}
+
+/// This process's stdout, as the proxy's host output (see [`host_stdin`]).
+pub fn host_stdout() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
+    sys::own_stdout()
+}
+
+/// Calls `asked` each time this process is asked to stop: SIGTERM, SIGINT
+/// or SIGHUP on unix; Ctrl+C, Ctrl+Break or the console closing on
+/// Windows. Needs a tokio runtime.
+pub fn on_stop_request(asked: impl Fn() + Clone + Send + 'static) -> io::Result<()> {
+    sys::on_stop_request(asked)
+}
+
 /// The shell's exit code for a status: the code, or 128 + signal.
 pub fn exit_code(status: Option<ExitStatus>) -> i32 {
     match status {

@@ -106,11 +106,8 @@ impl BoundedSubprocess {
             .stderr(Stdio::piped());
         sys::lead_new_group(&mut command)?;
         let mut child = command.spawn()?;
-        let pid = child
-            .id()
-            .ok_or_else(|| io::Error::other("child exited before it could be tracked"))?;
         let group = GroupGuard {
-            group: Group::led_by(pid)?,
+            group: Group::adopt_tokio(&child)?,
             armed: true,
         };
         let stdout = drain(

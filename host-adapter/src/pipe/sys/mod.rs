@@ -2,7 +2,9 @@
 //! rest of the crate calls these and never says `cfg(unix)`.
 //!
 //! - Spawning a child as the leader of its own group (a process group on
-//!   unix), so one call reaches it and everything it started.
+//!   unix, a Job Object on Windows), so one call reaches it and everything
+//!   it started: [`lead_new_group`] before the spawn, `Group::adopt_*`
+//!   right after it.
 //! - Stopping a group in steps ([`Stop::Terminate`], then [`Stop::Kill`])
 //!   and asking whether anything of it is left.
 //! - How an exit status names the signal that ended a process.
@@ -10,11 +12,12 @@
 //! - Files and directories only this user can open (the spill store), who
 //!   owns a file, and whether a process exists.
 //!
-//! `unix.rs` is the implementation drainpipe runs on (Linux, macOS).
-//! `windows.rs` compiles but does not guard yet: each of its operations
-//! fails at run time with [`io::ErrorKind::Unsupported`] rather than
-//! pretending to (a Job Object with `KILL_ON_JOB_CLOSE` is the planned
-//! implementation, issue #32).
+//! - This process's own stdin and stdout (the host's end of the proxy),
+//!   and the requests to stop it (signals, console events).
+//! - Whether trees die with drainpipe by themselves
+//!   ([`JOBS_DIE_WITH_OWNER`]), or need the orphan guard.
+//!
+//! `unix.rs` serves Linux and macOS, `windows.rs` Windows.
 
 use std::io;
 
@@ -28,23 +31,26 @@ mod windows;
 #[cfg(windows)]
 use windows as imp;
 
+pub(crate) use imp::JOBS_DIE_WITH_OWNER;
 pub(crate) use imp::{Group, exit_signal, kill_process, lead_new_group, lead_new_group_std};
 pub(crate) use imp::{ProcessEntry, process_table};
 pub(crate) use imp::{create_private_dir, create_private_file, owned_by_me, process_exists};
+pub(crate) use imp::{on_stop_request, own_stdin, own_stdout};
 
 /// One step of stopping a group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stop {
     /// Asks every member to end (SIGTERM): a server may still clean up.
+    /// Windows has no such request for a console process (its polite step
+    /// is the closed stdin before this): there it ends the job.
     Terminate,
-    /// Ends every member now (SIGKILL); nothing can refuse it.
+    /// Ends every member now (SIGKILL, `TerminateJobObject`); nothing can
+    /// refuse it.
     Kill,
 }
 
 /// What a call on a [`Group`] found.
 #[derive(Debug)]
-// windows.rs reaches no group yet, so it only ever says `Failed`.
-#[cfg_attr(windows, allow(dead_code))]
 pub(crate) enum Reached {
     /// At least one member was there to receive it.
     Members,

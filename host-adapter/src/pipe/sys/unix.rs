@@ -11,6 +11,8 @@ use std::process::ExitStatus;
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::signal::unix::{SignalKind, signal};
 
 use super::{Reached, Stop};
 
@@ -27,6 +29,10 @@ pub(crate) fn lead_new_group_std(command: &mut std::process::Command) -> io::Res
     Ok(())
 }
 
+/// A process group outlives drainpipe: the orphan guard (`supervise`) ends
+/// it when drainpipe is killed.
+pub(crate) const JOBS_DIE_WITH_OWNER: bool = false;
+
 /// A process group, named by its leader's pid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Group(Pid);
@@ -38,6 +44,20 @@ impl Group {
         let pid =
             i32::try_from(leader).map_err(|_| io::Error::other("pid does not fit a pid_t"))?;
         Ok(Group(Pid::from_raw(pid)))
+    }
+
+    /// The group `child` leads (it was started by a command set up with
+    /// [`lead_new_group`]).
+    pub(crate) fn adopt_tokio(child: &tokio::process::Child) -> io::Result<Group> {
+        let pid = child
+            .id()
+            .ok_or_else(|| io::Error::other("child exited before it could be tracked"))?;
+        Group::led_by(pid)
+    }
+
+    /// [`Group::adopt_tokio`] for a `std` child.
+    pub(crate) fn adopt_std(child: &std::process::Child) -> io::Result<Group> {
+        Group::led_by(child.id())
     }
 
     /// The leader's pid, which is also the group's id.
@@ -155,4 +175,71 @@ pub(crate) fn process_exists(pid: u32) -> bool {
         return false;
     };
     !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
+}
+
+/// This process's stdin. A pipe (what hosts give their servers, when they
+/// do not give a socket) is read directly through the runtime's reactor;
+/// anything else (a file, a terminal, a socket) through tokio's `stdin`,
+/// which reads on a blocking thread, one hand-off per read. Needs a tokio
+/// runtime.
+pub(crate) fn own_stdin() -> Box<dyn AsyncRead + Unpin + Send> {
+    if let Some(fd) = private_pipe(0, false)
+        && let Ok(pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
+    {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdin())
+}
+
+/// This process's stdout: a pipe is written directly through the reactor,
+/// without the blocking thread tokio's `stdout` hands every write to (a
+/// round trip per write, which held the proxy to half the pipe's pace).
+pub(crate) fn own_stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
+    if let Some(fd) = private_pipe(1, true)
+        && let Ok(pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(fd)
+    {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdout())
+}
+
+/// If descriptor `fd` of this process is a pipe, the same pipe opened anew
+/// (through `/proc/self/fd`, Linux), for reading or `write`: a description
+/// of its own, which the reactor can make non-blocking without touching the
+/// one shared with the host, a shell around the proxy, or stderr redirected
+/// into the same pipe. Elsewhere `None` (macOS's `/dev/fd` would share the
+/// description).
+fn private_pipe(fd: i32, write: bool) -> Option<std::os::fd::OwnedFd> {
+    use std::os::unix::fs::FileTypeExt;
+    let path = format!("/proc/self/fd/{fd}");
+    if !fs::metadata(&path).ok()?.file_type().is_fifo() {
+        return None;
+    }
+    let file = fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        // Opening a pipe's end never waits for the other end this way.
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(&path)
+        .ok()?;
+    Some(file.into())
+}
+
+/// Calls `asked` each time this process is asked to stop: SIGTERM, SIGINT
+/// (Ctrl+C) or SIGHUP (the terminal went away). Needs a tokio runtime.
+pub(crate) fn on_stop_request(asked: impl Fn() + Clone + Send + 'static) -> io::Result<()> {
+    for kind in [
+        SignalKind::terminate(),
+        SignalKind::interrupt(),
+        SignalKind::hangup(),
+    ] {
+        let mut signals = signal(kind)?;
+        let asked = asked.clone();
+        tokio::spawn(async move {
+            while signals.recv().await.is_some() {
+                asked();
+            }
+        });
+    }
+    Ok(())
 }

@@ -1,45 +1,89 @@
-//! Windows: not guarded yet. Every operation that would have to stop a
-//! process tree fails with [`io::ErrorKind::Unsupported`], so a session, the
-//! proxy or a bounded subprocess refuses to start instead of running a
-//! server it could not stop. The plan (issue #32): a Job Object with
-//! `JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE` per child (the tree dies with the
-//! handle, which also makes the orphan guard unnecessary), stopped in steps
-//! by closing stdin, waiting, then `TerminateJobObject`.
+//! Windows: a Job Object per child.
+//!
+//! Each child is started suspended, put in a job of its own created with
+//! `JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`, and only then let run, so every
+//! process it starts is born inside the job. The job's one handle is held
+//! here, in a table keyed by the child's pid: when drainpipe ends, by any
+//! means (a crash, `TerminateProcess`, SIGKILL of a wine process), the
+//! handle closes and the system ends the whole tree. That is why no orphan
+//! guard process is needed on Windows ([`JOBS_DIE_WITH_OWNER`]).
+//!
+//! Stopping: the polite step on Windows is closing the server's stdin and
+//! waiting (the caller does both before it calls [`Group::stop`], as the
+//! 2026-07-28 revision describes for Windows); a console process has no
+//! signal to be asked with, so both [`Stop`] steps end the job
+//! (`TerminateJobObject`).
 
 use std::collections::HashMap;
 use std::fs;
 use std::io;
+use std::os::windows::io::{AsRawHandle, OwnedHandle, RawHandle};
 use std::path::Path;
 use std::process::ExitStatus;
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Reached, Stop};
 
-fn unsupported(what: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        format!("drainpipe cannot {what} on Windows yet (issue #32)"),
-    )
+/// A job closes with drainpipe and takes its processes along: no guard
+/// process has to outlive drainpipe to clean up.
+pub(crate) const JOBS_DIE_WITH_OWNER: bool = true;
+
+/// Exit code given to the processes of a terminated job (what `kill -9`
+/// looks like to a Windows parent: 1, not 0).
+const KILLED_EXIT_CODE: u32 = 1;
+
+/// Every live child's job, by the child's pid. An entry leaves when its job
+/// is found empty or is terminated; what is left closes when drainpipe does.
+fn jobs() -> MutexGuard<'static, HashMap<u32, OwnedHandle>> {
+    static JOBS: LazyLock<Mutex<HashMap<u32, OwnedHandle>>> = LazyLock::new(Mutex::default);
+    // A panic elsewhere while the table was held leaves it whole (each
+    // change is one insert or remove), so a poisoned lock is still usable.
+    JOBS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Refuses: without a job to hold the child's tree, it could not be
-/// stopped.
-pub(crate) fn lead_new_group(_command: &mut tokio::process::Command) -> io::Result<()> {
-    Err(unsupported("guard a child process tree"))
+/// Starts the child suspended: it runs only once [`Group::adopt_tokio`] (or
+/// [`Group::adopt_std`]) has put it in its job, so nothing it starts can be
+/// born outside the job.
+pub(crate) fn lead_new_group(command: &mut tokio::process::Command) -> io::Result<()> {
+    command.creation_flags(ffi::CREATE_SUSPENDED);
+    Ok(())
 }
 
 /// [`lead_new_group`] for a `std` command.
-pub(crate) fn lead_new_group_std(_command: &mut std::process::Command) -> io::Result<()> {
-    Err(unsupported("guard a child process tree"))
+pub(crate) fn lead_new_group_std(command: &mut std::process::Command) -> io::Result<()> {
+    use std::os::windows::process::CommandExt;
+    command.creation_flags(ffi::CREATE_SUSPENDED);
+    Ok(())
 }
 
-/// A child's tree, named by the child's pid.
+/// A child's tree: the job held for the child's pid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Group(u32);
 
 impl Group {
-    /// The tree of the process `leader`.
+    /// The tree of the process `leader`, as recorded when it was adopted. A
+    /// pid that was never adopted names an empty group.
     pub(crate) fn led_by(leader: u32) -> io::Result<Group> {
         Ok(Group(leader))
+    }
+
+    /// Puts a child started by [`lead_new_group`] in a new job and lets it
+    /// run. If that fails the child is ended: it must not run unguarded.
+    pub(crate) fn adopt_tokio(child: &tokio::process::Child) -> io::Result<Group> {
+        let pid = child
+            .id()
+            .ok_or_else(|| io::Error::other("child exited before it could be tracked"))?;
+        let process = child
+            .raw_handle()
+            .ok_or_else(|| io::Error::other("child exited before it could be tracked"))?;
+        adopt(pid, process)
+    }
+
+    /// [`Group::adopt_tokio`] for a `std` child.
+    pub(crate) fn adopt_std(child: &std::process::Child) -> io::Result<Group> {
+        adopt(child.id(), child.as_raw_handle())
     }
 
     /// The leader's pid.
@@ -47,15 +91,65 @@ impl Group {
         self.0
     }
 
-    /// Fails: stopping a tree needs its job.
+    /// Ends every process of the job (both steps: see the module docs) and
+    /// lets the job go.
     pub(crate) fn stop(self, _step: Stop) -> Reached {
-        Reached::Failed(unsupported("stop a process tree"))
+        let Some(job) = jobs().remove(&self.0) else {
+            return Reached::Empty;
+        };
+        match active_processes(&job) {
+            Ok(0) => Reached::Empty,
+            Ok(_) => match ffi::terminate_job(&job, KILLED_EXIT_CODE) {
+                Ok(()) => Reached::Members,
+                Err(error) => Reached::Failed(error),
+            },
+            Err(error) => Reached::Failed(error),
+        }
+        // Dropping the handle closes the job; with KILL_ON_JOB_CLOSE that
+        // alone would end what is left, so a failed terminate still ends it.
     }
 
-    /// Fails: seeing a tree needs its job.
+    /// Whether any process of the job is still running. An empty job is let
+    /// go: nothing can join it any more.
     pub(crate) fn probe(self) -> Reached {
-        Reached::Failed(unsupported("watch a process tree"))
+        let mut jobs = jobs();
+        let Some(job) = jobs.get(&self.0) else {
+            return Reached::Empty;
+        };
+        match active_processes(job) {
+            Ok(0) => {
+                jobs.remove(&self.0);
+                Reached::Empty
+            }
+            Ok(_) => Reached::Members,
+            Err(error) => Reached::Failed(error),
+        }
     }
+}
+
+fn adopt(pid: u32, process: RawHandle) -> io::Result<Group> {
+    let job = ffi::create_job_killed_on_close()
+        .and_then(|job| ffi::assign(&job, process).map(|()| job))
+        .and_then(|job| ffi::resume_threads_of(pid).map(|()| job));
+    match job {
+        Ok(job) => {
+            // A pid is reused only after its process is gone: an old entry
+            // under it holds at most that tree's leftovers, which end here.
+            jobs().insert(pid, job);
+            Ok(Group(pid))
+        }
+        Err(error) => {
+            let _ = ffi::terminate_process(process, KILLED_EXIT_CODE);
+            Err(io::Error::new(
+                error.kind(),
+                format!("could not put the child in a job, so it was ended: {error}"),
+            ))
+        }
+    }
+}
+
+fn active_processes(job: &OwnedHandle) -> io::Result<u32> {
+    ffi::job_accounting(job).map(|info| info.ActiveProcesses)
 }
 
 /// No signals on Windows.
@@ -63,9 +157,10 @@ pub(crate) fn exit_signal(_status: &ExitStatus) -> Option<i32> {
     None
 }
 
-/// Fails (`TerminateProcess` needs a handle this layer does not hold yet).
-pub(crate) fn kill_process(_pid: u32) -> io::Result<()> {
-    Err(unsupported("kill a process by id"))
+/// Ends the process `pid` now (`TerminateProcess`).
+pub(crate) fn kill_process(pid: u32) -> io::Result<()> {
+    let process = ffi::open_process(pid, ffi::PROCESS_TERMINATE)?;
+    ffi::terminate_process(process.as_raw_handle(), KILLED_EXIT_CODE)
 }
 
 /// One process of [`process_table`].
@@ -78,10 +173,13 @@ pub(crate) struct ProcessEntry {
     pub(crate) started: u64,
 }
 
-/// Fails: the orphan guard is not needed once children live in jobs that
-/// die with drainpipe, and is not written for Windows.
+/// Fails: no orphan guard runs on Windows, where jobs die with drainpipe
+/// ([`JOBS_DIE_WITH_OWNER`]).
 pub(crate) fn process_table() -> io::Result<HashMap<u32, ProcessEntry>> {
-    Err(unsupported("walk the process table"))
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no orphan guard on Windows: each server's job ends with drainpipe",
+    ))
 }
 
 /// Creates a directory. Under the user's temp dir (`%TEMP%`, in the
@@ -105,7 +203,197 @@ pub(crate) fn owned_by_me(_metadata: &fs::Metadata) -> bool {
     true
 }
 
-/// Not known yet: said to exist, so nothing is removed on its account.
-pub(crate) fn process_exists(_pid: u32) -> bool {
-    true
+/// Whether a process `pid` is still running. One this user may not open
+/// is said to exist, so nothing is removed on its account.
+pub(crate) fn process_exists(pid: u32) -> bool {
+    match ffi::open_process(pid, ffi::PROCESS_QUERY_LIMITED_INFORMATION) {
+        Ok(process) => ffi::still_active(&process),
+        Err(error) => error.raw_os_error() != Some(ffi::ERROR_INVALID_PARAMETER as i32),
+    }
+}
+
+/// This process's stdin, read on tokio's blocking thread (an anonymous
+/// pipe on Windows cannot join the reactor). Reading and writing stay
+/// apart: a read that waits never holds up [`own_stdout`].
+pub(crate) fn own_stdin() -> Box<dyn AsyncRead + Unpin + Send> {
+    Box::new(tokio::io::stdin())
+}
+
+/// This process's stdout, written on a blocking thread of its own.
+pub(crate) fn own_stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
+    Box::new(tokio::io::stdout())
+}
+
+/// Calls `asked` each time this process is asked to stop: Ctrl+C,
+/// Ctrl+Break, or its console closing. Needs a tokio runtime.
+pub(crate) fn on_stop_request(asked: impl Fn() + Clone + Send + 'static) -> io::Result<()> {
+    use tokio::signal::windows;
+    let mut c = windows::ctrl_c()?;
+    let mut brk = windows::ctrl_break()?;
+    let mut close = windows::ctrl_close()?;
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                Some(()) = c.recv() => asked(),
+                Some(()) = brk.recv() => asked(),
+                Some(()) = close.recv() => asked(),
+                else => break,
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The Win32 calls, each wrapped so that its handles are owned and its
+/// failures are `io::Error`s.
+#[allow(unsafe_code)]
+mod ffi {
+    use std::io;
+    use std::mem::{size_of, zeroed};
+    use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle, RawHandle};
+
+    use windows_sys::Win32::Foundation::{HANDLE, INVALID_HANDLE_VALUE, STILL_ACTIVE};
+    use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+        CreateToolhelp32Snapshot, TH32CS_SNAPTHREAD, THREADENTRY32, Thread32First, Thread32Next,
+    };
+    use windows_sys::Win32::System::JobObjects::{
+        AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+        JOBOBJECT_BASIC_ACCOUNTING_INFORMATION, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+        JobObjectBasicAccountingInformation, JobObjectExtendedLimitInformation,
+        QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
+    };
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, OpenProcess, OpenThread, PROCESS_ACCESS_RIGHTS, ResumeThread,
+        THREAD_SUSPEND_RESUME, TerminateProcess,
+    };
+
+    pub(super) use windows_sys::Win32::Foundation::ERROR_INVALID_PARAMETER;
+    pub(super) use windows_sys::Win32::System::Threading::{
+        CREATE_SUSPENDED, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_TERMINATE,
+    };
+
+    fn check(ok: i32) -> io::Result<()> {
+        if ok == 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Takes ownership of a handle a call returned, or its error.
+    fn owned(handle: HANDLE) -> io::Result<OwnedHandle> {
+        if handle.is_null() || handle == INVALID_HANDLE_VALUE {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the handle was just returned open by the system and is
+        // owned by nobody else; OwnedHandle closes it once.
+        Ok(unsafe { OwnedHandle::from_raw_handle(handle as RawHandle) })
+    }
+
+    /// A new anonymous job whose processes all end when its last handle
+    /// closes.
+    pub(super) fn create_job_killed_on_close() -> io::Result<OwnedHandle> {
+        // SAFETY: null attributes and name are allowed (default security,
+        // no name).
+        let job = owned(unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) })?;
+        // SAFETY: an all-zero JOBOBJECT_EXTENDED_LIMIT_INFORMATION is valid
+        // (plain integers, no limits set).
+        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { zeroed() };
+        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        // SAFETY: `job` is open; the pointer and size describe `limits`,
+        // which outlives the call.
+        check(unsafe {
+            SetInformationJobObject(
+                job.as_raw_handle() as HANDLE,
+                JobObjectExtendedLimitInformation,
+                (&raw const limits).cast(),
+                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+            )
+        })?;
+        Ok(job)
+    }
+
+    pub(super) fn assign(job: &OwnedHandle, process: RawHandle) -> io::Result<()> {
+        // SAFETY: both handles are open for the duration of the call (the
+        // process handle is owned by the caller's `Child`).
+        check(unsafe { AssignProcessToJobObject(job.as_raw_handle() as HANDLE, process as HANDLE) })
+    }
+
+    /// Resumes every thread of process `pid` (a process created suspended
+    /// has one). Fails if none was found.
+    pub(super) fn resume_threads_of(pid: u32) -> io::Result<()> {
+        // SAFETY: a thread snapshot of the whole system takes no pointer.
+        let snapshot = owned(unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) })?;
+        // SAFETY: all-zero is a valid THREADENTRY32; dwSize is set below, as
+        // Thread32First requires.
+        let mut entry: THREADENTRY32 = unsafe { zeroed() };
+        entry.dwSize = size_of::<THREADENTRY32>() as u32;
+        let snapshot = snapshot.as_raw_handle() as HANDLE;
+        let mut resumed = 0;
+        // SAFETY: the snapshot is open and `entry` is a valid, sized entry.
+        let mut more = unsafe { Thread32First(snapshot, &mut entry) } != 0;
+        while more {
+            if entry.th32OwnerProcessID == pid {
+                // SAFETY: OpenThread takes plain values.
+                let thread =
+                    owned(unsafe { OpenThread(THREAD_SUSPEND_RESUME, 0, entry.th32ThreadID) })?;
+                // SAFETY: `thread` is open with THREAD_SUSPEND_RESUME.
+                if unsafe { ResumeThread(thread.as_raw_handle() as HANDLE) } == u32::MAX {
+                    return Err(io::Error::last_os_error());
+                }
+                resumed += 1;
+            }
+            // SAFETY: as for Thread32First.
+            more = unsafe { Thread32Next(snapshot, &mut entry) } != 0;
+        }
+        if resumed == 0 {
+            return Err(io::Error::other(
+                "the suspended child has no thread to resume",
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn job_accounting(
+        job: &OwnedHandle,
+    ) -> io::Result<JOBOBJECT_BASIC_ACCOUNTING_INFORMATION> {
+        // SAFETY: all-zero is a valid value of this plain-integer struct.
+        let mut info: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION = unsafe { zeroed() };
+        // SAFETY: `job` is open; the pointer and size describe `info`; the
+        // returned-length pointer may be null.
+        check(unsafe {
+            QueryInformationJobObject(
+                job.as_raw_handle() as HANDLE,
+                JobObjectBasicAccountingInformation,
+                (&raw mut info).cast(),
+                size_of::<JOBOBJECT_BASIC_ACCOUNTING_INFORMATION>() as u32,
+                std::ptr::null_mut(),
+            )
+        })?;
+        Ok(info)
+    }
+
+    pub(super) fn terminate_job(job: &OwnedHandle, code: u32) -> io::Result<()> {
+        // SAFETY: `job` is open (and was created with all access).
+        check(unsafe { TerminateJobObject(job.as_raw_handle() as HANDLE, code) })
+    }
+
+    pub(super) fn terminate_process(process: RawHandle, code: u32) -> io::Result<()> {
+        // SAFETY: the caller holds `process` open for the call.
+        check(unsafe { TerminateProcess(process as HANDLE, code) })
+    }
+
+    pub(super) fn open_process(pid: u32, access: PROCESS_ACCESS_RIGHTS) -> io::Result<OwnedHandle> {
+        // SAFETY: OpenProcess takes plain values.
+        owned(unsafe { OpenProcess(access, 0, pid) })
+    }
+
+    /// Whether the process has not exited yet.
+    pub(super) fn still_active(process: &OwnedHandle) -> bool {
+        let mut code = 0u32;
+        // SAFETY: `process` is open with query access; `code` outlives the
+        // call.
+        let ok = unsafe { GetExitCodeProcess(process.as_raw_handle() as HANDLE, &mut code) };
+        ok == 0 || code == STILL_ACTIVE as u32
+    }
 }
