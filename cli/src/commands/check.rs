@@ -529,10 +529,7 @@ async fn shutdown(session: Session, args: &CheckArgs) -> Row {
     let survivors: Vec<u32> = family.iter().copied().filter(|&p| running(p)).collect();
     for &survivor in &survivors {
         // Orphans of the server under test: the checker started them, so it ends them.
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(survivor as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        let _ = drainpipe_host::supervise::kill_process(survivor);
     }
     let status = report
         .status

@@ -8,7 +8,6 @@ use clap::{Args, ValueEnum};
 use drainpipe_framer::Config;
 use drainpipe_host::proxy::{self, ProxyConfig, ProxyMetrics, SpillConfig, StderrSink};
 use drainpipe_host::session::ShutdownTimeouts;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::parse_duration;
@@ -136,8 +135,8 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         proxy::run(
             command,
             config,
-            host_input(),
-            host_output(),
+            proxy::host_stdin(),
+            proxy::host_stdout(),
             sink.clone(),
             stop,
         )
@@ -194,26 +193,15 @@ fn report(args: &ProxyArgs, metrics: &ProxyMetrics, sink: &StderrSink) {
     }
 }
 
-/// SIGTERM, SIGINT and SIGHUP ask the server to stop; the proxy exits when it has.
+/// SIGTERM, SIGINT and SIGHUP (Ctrl+C, Ctrl+Break and the console closing
+/// on Windows) ask the server to stop; the proxy exits when it has.
 fn watch_signals(stop: CancellationToken, sink: StderrSink) -> io::Result<()> {
-    for kind in [
-        SignalKind::terminate(),
-        SignalKind::interrupt(),
-        SignalKind::hangup(),
-    ] {
-        let mut signals = signal(kind)?;
-        let stop = stop.clone();
-        let sink = sink.clone();
-        tokio::spawn(async move {
-            while signals.recv().await.is_some() {
-                if stop.is_cancelled() {
-                    sink.line("second signal: waiting for the server to end");
-                }
-                stop.cancel();
-            }
-        });
-    }
-    Ok(())
+    proxy::on_stop_request(move || {
+        if stop.is_cancelled() {
+            sink.line("second signal: waiting for the server to end");
+        }
+        stop.cancel();
+    })
 }
 
 /// `--clip`: a size the condenser can work in.
@@ -240,50 +228,4 @@ fn parse_queue(text: &str) -> Result<usize, String> {
         ));
     }
     Ok(bytes)
-}
-
-/// The host's stdin. A pipe (what hosts give their servers, when they do
-/// not give a socket) is read directly through the runtime's reactor;
-/// anything else (a file, a terminal, a socket) through tokio's `stdin`,
-/// which reads on a blocking thread, one hand-off per read.
-fn host_input() -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
-    if let Some(fd) = private_pipe(0, false)
-        && let Ok(pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
-    {
-        return Box::new(pipe);
-    }
-    Box::new(tokio::io::stdin())
-}
-
-/// The host's stdout: a pipe is written directly through the reactor,
-/// without the blocking thread tokio's `stdout` hands every write to (a
-/// round trip per write, which held the proxy to half the pipe's pace).
-fn host_output() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
-    if let Some(fd) = private_pipe(1, true)
-        && let Ok(pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(fd)
-    {
-        return Box::new(pipe);
-    }
-    Box::new(tokio::io::stdout())
-}
-
-/// If descriptor `fd` of this process is a pipe, the same pipe opened anew
-/// (through `/proc/self/fd`), for reading or `write`: a description of its
-/// own, which the reactor can make non-blocking without touching the one
-/// shared with the host, a shell around the proxy, or stderr redirected
-/// into the same pipe.
-fn private_pipe(fd: i32, write: bool) -> Option<std::os::fd::OwnedFd> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let path = format!("/proc/self/fd/{fd}");
-    if !std::fs::metadata(&path).ok()?.file_type().is_fifo() {
-        return None;
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(!write)
-        .write(write)
-        // Opening a pipe's end never waits for the other end this way.
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(&path)
-        .ok()?;
-    Some(file.into())
 }
