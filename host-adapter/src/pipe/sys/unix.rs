@@ -16,6 +16,8 @@ use super::{Reached, Stop};
 // The process table is read differently on each unix.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux;
+#[cfg(target_os = "macos")]
+mod macos;
 
 /// Makes the child `command` starts the leader of a new process group
 /// (whose id is its pid).
@@ -88,22 +90,26 @@ pub(crate) struct ProcessEntry {
     pub(crate) parent: u32,
     /// Its process group's id.
     pub(crate) group: u32,
-    /// Clock ticks after boot: with the pid, names one process for good.
+    /// When it started (clock ticks after boot on Linux, microseconds
+    /// since the epoch on macOS): with the pid, names one process for good.
     pub(crate) started: u64,
 }
 
-// Every process now, by pid: from `/proc` on Linux. Elsewhere it fails
-// rather than answering with nothing, so the orphan guard says it cannot
-// run instead of seeming to guard while it sees no process.
+// Every process now, by pid: from `/proc` on Linux, from libproc on macOS.
+// Elsewhere it fails rather than answering with nothing, so the orphan
+// guard says it cannot run instead of seeming to guard while it sees no
+// process.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub(crate) use linux::process_table;
+#[cfg(target_os = "macos")]
+pub(crate) use macos::process_table;
 
 /// Fails: this unix has no process table drainpipe can read.
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos")))]
 pub(crate) fn process_table() -> io::Result<std::collections::HashMap<u32, ProcessEntry>> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
-        "no process table on this platform (the orphan guard reads /proc on Linux)",
+        "no process table on this platform (the orphan guard reads /proc on Linux, libproc on macOS)",
     ))
 }
 
