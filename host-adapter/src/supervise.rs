@@ -8,13 +8,14 @@
 //! this crate does not do (it would take `unsafe`); it would also reach the
 //! server alone, not its tree. How it knows: it holds the read end of a pipe
 //! whose only writer is the parent; end of file means the parent is gone.
-//! What it sees: every 100 ms it walks `/proc` (Linux) for the parent's
-//! descendants and the members of the groups they lead, remembering each by
-//! pid and start time (so a reused pid is never killed); at the end it also takes the
-//! descendants of what it remembered, then kills. A process started and
-//! detached (`setsid` under a parent that already exited) in the last
-//! 100 ms before the parent died can escape; one still under its parent
-//! cannot.
+//! What it sees: every 100 ms it walks the process table (`/proc` on
+//! Linux, libproc on macOS) for the parent's descendants and the members of
+//! the groups they lead, remembering each by pid and start time (so a
+//! reused pid is never killed); at the end it also takes the descendants of
+//! what it remembered, then kills. A process started and detached (`setsid`
+//! under a parent that already exited) in the last 100 ms before the parent
+//! died can escape; one still under its parent cannot. Where there is no
+//! table it can read (other unixes, Windows), it exits at once.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
@@ -150,5 +151,24 @@ fn remember(roots: &[u32], me: u32, seen: &mut HashMap<u32, u64>) {
         if pid != me && (visited.contains(&pid) || leaders.contains(&p.group)) {
             seen.entry(pid).or_insert(p.started);
         }
+    }
+}
+
+#[cfg(all(test, any(target_os = "linux", target_os = "macos")))]
+mod tests {
+    use super::*;
+
+    /// The guard trusts the table's parent links, groups and start times:
+    /// this test process must be in it with its real parent and group, and
+    /// the same start time on a second look.
+    #[test]
+    fn the_table_names_this_process() {
+        let me = std::process::id();
+        let first = sys::process_table().expect("a process table");
+        let entry = first.get(&me).expect("this process in the table");
+        assert_eq!(entry.parent, nix::unistd::getppid().as_raw() as u32);
+        assert_eq!(entry.group, nix::unistd::getpgrp().as_raw() as u32);
+        let again = sys::process_table().expect("a process table");
+        assert_eq!(again.get(&me).map(|p| p.started), Some(entry.started));
     }
 }

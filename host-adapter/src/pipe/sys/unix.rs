@@ -1,6 +1,5 @@
 //! Unix: process groups and signals, and file modes.
 
-use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -15,6 +14,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::{Reached, Stop};
+
+// The process table is read differently on each unix.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod linux;
+#[cfg(target_os = "macos")]
+mod macos;
 
 /// Makes the child `command` starts the leader of a new process group
 /// (whose id is its pid).
@@ -105,47 +110,27 @@ pub(crate) struct ProcessEntry {
     pub(crate) parent: u32,
     /// Its process group's id.
     pub(crate) group: u32,
-    /// Clock ticks after boot: with the pid, names one process for good.
+    /// When it started (clock ticks after boot on Linux, microseconds
+    /// since the epoch on macOS): with the pid, names one process for good.
     pub(crate) started: u64,
 }
 
-/// Every process now, from `/proc/<pid>/stat` (Linux). Empty where `/proc`
-/// is not there (macOS), so the orphan guard sees nothing to kill there.
-pub(crate) fn process_table() -> io::Result<HashMap<u32, ProcessEntry>> {
-    let mut all = HashMap::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Ok(all);
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid pgrp …`: the name may hold spaces and
-        // parentheses, so fields are counted after the last `)`.
-        let Some(after) = stat.rfind(')').map(|at| &stat[at + 1..]) else {
-            continue;
-        };
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        let number = |at: usize| fields.get(at).and_then(|f| f.parse::<u64>().ok());
-        if let (Some(parent), Some(group), Some(started)) = (number(1), number(2), number(19)) {
-            all.insert(
-                pid,
-                ProcessEntry {
-                    parent: parent as u32,
-                    group: group as u32,
-                    started,
-                },
-            );
-        }
-    }
-    Ok(all)
+// Every process now, by pid: from `/proc` on Linux, from libproc on macOS.
+// Elsewhere it fails rather than answering with nothing, so the orphan
+// guard says it cannot run instead of seeming to guard while it sees no
+// process.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) use linux::process_table;
+#[cfg(target_os = "macos")]
+pub(crate) use macos::process_table;
+
+/// Fails: this unix has no process table drainpipe can read.
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos")))]
+pub(crate) fn process_table() -> io::Result<std::collections::HashMap<u32, ProcessEntry>> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no process table on this platform (the orphan guard reads /proc on Linux, libproc on macOS)",
+    ))
 }
 
 /// Creates a directory only this user can open (mode 0700).
