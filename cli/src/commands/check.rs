@@ -590,8 +590,14 @@ fn proc_state(pid: u32) -> Option<(char, u32)> {
     Some((state, parent))
 }
 
-/// Every process below `root`, by /proc's parent links.
+/// Every process below `root`, by /proc's parent links (Linux). Elsewhere
+/// none: the session's own probe of the server's group or job
+/// (`leftovers_killed`) is what sees leftovers there. (Under wine, `/proc`
+/// would be Linux's, whose pids are not the Windows ones.)
 fn descendants(root: u32) -> Vec<u32> {
+    if !cfg!(target_os = "linux") {
+        return Vec::new();
+    }
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

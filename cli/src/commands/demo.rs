@@ -217,8 +217,12 @@ async fn hazard_inner(args: &DemoArgs, step: &mut Step) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The kernel function a thread of `pid` sleeps in, if one waits on a pipe.
+/// The kernel function a thread of `pid` sleeps in, if one waits on a pipe
+/// (Linux's `/proc`; elsewhere the server's own report says it).
 fn blocked_thread(pid: u32) -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     tasks.flatten().find_map(|task| {
         let wchan = std::fs::read_to_string(task.path().join("wchan")).ok()?;
