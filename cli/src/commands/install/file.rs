@@ -260,6 +260,7 @@ impl std::fmt::Display for FileError {
 /// Reads a config file (through a symlink) as UTF-8 text.
 pub(crate) fn read(path: &Path) -> Result<(PathBuf, String), FileError> {
     let real = fs::canonicalize(path)
+        .map(without_verbatim_prefix)
         .map_err(|error| FileError::Io(format!("cannot read it: {error}")))?;
     let bytes =
         fs::read(&real).map_err(|error| FileError::Io(format!("cannot read it: {error}")))?;
@@ -270,6 +271,15 @@ pub(crate) fn read(path: &Path) -> Result<(PathBuf, String), FileError> {
         FileError::Content(format!("cannot parse it: {where_}"))
     })?;
     Ok((real, text))
+}
+
+/// `C:\…` for the `\\?\C:\…` that `canonicalize` returns on Windows: the
+/// same file, in the form the user wrote and reads in the report.
+fn without_verbatim_prefix(path: PathBuf) -> PathBuf {
+    match path.to_str().and_then(|p| p.strip_prefix(r"\\?\")) {
+        Some(rest) if rest.as_bytes().get(1) == Some(&b':') => PathBuf::from(rest),
+        _ => path,
+    }
 }
 
 /// Plans `install` for one file's text.
@@ -486,6 +496,20 @@ mod tests {
         plan
     }
 
+    #[test]
+    fn a_verbatim_drive_path_is_reported_as_written() {
+        let plain = |p: &str| without_verbatim_prefix(PathBuf::from(p));
+        assert_eq!(
+            plain(r"\\?\C:\Users\me\a.json"),
+            PathBuf::from(r"C:\Users\me\a.json")
+        );
+        // A UNC share needs its prefix; unix paths have none.
+        assert_eq!(
+            plain(r"\\?\UNC\host\a.json"),
+            PathBuf::from(r"\\?\UNC\host\a.json")
+        );
+        assert_eq!(plain("/home/me/a.json"), PathBuf::from("/home/me/a.json"));
+    }
     #[test]
     fn uninstall_restores_the_backup_byte_for_byte() {
         let scratch = Scratch::new("restore");
