@@ -408,3 +408,144 @@ async fn a_killed_proxy_takes_the_servers_tree_along_under_wine() {
         "2 s after the proxy was killed, the server's tree is still there: {left:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Windows build and wine: scripts/test-all.sh runs it"]
+async fn every_waiting_request_is_answered_when_the_server_dies_under_wine() {
+    let wine = wine();
+    let mark = mark("gone");
+    let session = session(&wine, &["--metrics", "none"], &mark).await;
+    let mut pending = Vec::new();
+    for _ in 0..3 {
+        pending.push(
+            start_tool(
+                &session,
+                "slow",
+                json!({"steps": 1000, "step_ms": 100}),
+                opts(60),
+            )
+            .await,
+        );
+    }
+    // The server dies (killed from outside, as a crash would end it).
+    let servers = fixtures(&mark);
+    assert_eq!(servers.len(), 1, "one server: {servers:?}");
+    procs::kill_pid(servers[0].0);
+    for call in pending {
+        let outcome = within(30, "a request waiting at the server's end", call.outcome()).await;
+        match outcome {
+            Err(CallError::JsonRpc { code, .. }) => {
+                assert_eq!(code, drainpipe_host::proxy::SERVER_GONE)
+            }
+            other => panic!("expected the server-gone error, got {other:?}"),
+        }
+    }
+    let report = within(30, "the session ends", session.shutdown()).await;
+    kill_marked(&mark);
+    assert!(report.status.is_some(), "the proxy exited: {report:?}");
+}
+
+/// Runs `wine64 drainpipe.exe <args>` to its end within `secs`; its exit
+/// code and output (stdout, then stderr).
+async fn run_drainpipe(wine: &Wine, args: &[&str], secs: u64) -> (Option<i32>, String) {
+    let mut command = tokio::process::Command::new(&wine.loader);
+    command
+        .arg(wine.bins.join("drainpipe.exe"))
+        .args(args)
+        .env("WINEDEBUG", "-all")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = within(secs, "drainpipe.exe to finish", command.output())
+        .await
+        .expect("run drainpipe.exe");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.code(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Windows build and wine: scripts/test-all.sh runs it"]
+async fn demo_and_check_pass_under_wine() {
+    let wine = wine();
+    // The demo finds the fixture beside itself.
+    let (code, out) = run_drainpipe(&wine, &["demo"], 120).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("stdout backpressure observed"), "{out}");
+    assert!(out.contains("Every step behaved as expected"), "{out}");
+    let fixture = windows_path(&wine.bins.join("drainpipe-fixture.exe"));
+    let (code, out) = run_drainpipe(
+        &wine,
+        &[
+            "check",
+            "--large-tool",
+            "large",
+            "--slow-tool",
+            "slow",
+            "--",
+            &fixture,
+        ],
+        120,
+    )
+    .await;
+    // The fixture's `large` is unbounded on purpose: the check must fail
+    // that row, and pass the others (shutdown seen through the job).
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("5 passed, 1 failed"), "{out}");
+    assert!(out.contains("result over the limit  FAIL"), "{out}");
+    assert!(out.contains("progress stopped"), "{out}");
+    assert!(out.contains("no processes left"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Windows build and wine: scripts/test-all.sh runs it"]
+async fn install_and_uninstall_edit_the_appdata_config_under_wine() {
+    let wine = wine();
+    // %APPDATA% of the prefix's user (wine names it after the Linux user).
+    let users = PathBuf::from(std::env::var_os("WINEPREFIX").unwrap()).join("drive_c/users");
+    let roaming = std::fs::read_dir(&users)
+        .expect("the prefix has users")
+        .flatten()
+        .map(|user| user.path().join("AppData/Roaming"))
+        .find(|dir| dir.is_dir() && !dir.starts_with(users.join("Public")))
+        .expect("a user's AppData\\Roaming");
+    let dir = roaming.join("Claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("claude_desktop_config.json");
+    let original = "{\n  \"mcpServers\": {\n    \"files\": {\"command\": \"npx\", \"args\": [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"C:\\\\Users\\\\me\"]}\n  }\n}\n";
+    std::fs::write(&config, original).unwrap();
+    let exe = r"C:\Program Files\drainpipe\drainpipe.exe";
+    let (code, out) = run_drainpipe(
+        &wine,
+        &[
+            "install",
+            "--host",
+            "claude-desktop",
+            "--command",
+            exe,
+            "--proxy-args",
+            "--clip 256KiB",
+        ],
+        60,
+    )
+    .await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains(r"C:\users\") && !out.contains(r"\\?\"),
+        "the %APPDATA% file, named as written: {out}"
+    );
+    let wrapped: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    assert_eq!(
+        wrapped["mcpServers"]["files"],
+        json!({"command": exe, "args": ["proxy", "--clip", "256KiB", "--", "npx", "-y",
+               "@modelcontextprotocol/server-filesystem", "C:\\Users\\me"]})
+    );
+    let (code, out) = run_drainpipe(&wine, &["uninstall", "--host", "claude-desktop"], 60).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), original, "{out}");
+    assert!(
+        !dir.join("claude_desktop_config.json.drainpipe-backup")
+            .exists(),
+        "the backup is removed once restored"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
