@@ -1,8 +1,10 @@
 //! The child-pipe core under both the session and the proxy: what either
 //! does with a child's three pipes, written once.
 //!
-//! - [`process`]: spawning in its own process group, signalling the group,
-//!   reaping, stopping in steps (end of input, SIGTERM, SIGKILL).
+//! - [`process`]: spawning in its own process group (a Job Object on
+//!   Windows), stopping the group, reaping, stopping in steps (end of
+//!   input, SIGTERM, SIGKILL) and how it ended (`Ending`,
+//!   `ShutdownTimeouts`, re-exported by `session`).
 //! - [`in_flight`]: the requests in flight and those ended unanswered, and
 //!   when a response without an id may be pinned on one.
 //! - [`jsonrpc`]: the JSON-RPC lines drainpipe writes itself and their codes.
@@ -11,8 +13,9 @@
 //! - [`stdin`]: the one task that writes to a child's stdin (or any pipe).
 //! - [`stderr`]: the drain that reads a child's stderr for as long as it is
 //!   open.
-//! - [`sys`]: what differs between platforms (process groups, signals, the
-//!   process table), one file per platform family.
+//! - [`sys`]: what differs between platforms (process groups or jobs,
+//!   signals, the process table, this process's own stdio, private files),
+//!   one file per platform family; nothing else says `cfg(unix)`.
 //!
 //! What each side does with the messages (a session routes answers to its
 //! callers, the proxy forwards them) stays in `session/` and `proxy/`.

@@ -9,11 +9,51 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use serde::Serialize;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use crate::pipe::sys::{self, Group, Reached, Stop};
-use crate::session::{Ending, ShutdownTimeouts};
+
+/// How the server process ended when it was stopped
+/// ([`Session::shutdown`](crate::session::Session::shutdown), the proxy's
+/// end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Ending {
+    /// It exited after stdin was closed (or earlier).
+    Exited,
+    /// It exited after SIGTERM to its group (on Windows: its job ended).
+    Terminated,
+    /// It had to be killed with SIGKILL.
+    Killed,
+    /// It could not be reaped within the timeouts.
+    Unreaped,
+}
+
+/// How long each step of stopping a server may take
+/// ([`Session::shutdown`](crate::session::Session::shutdown), the proxy's end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShutdownTimeouts {
+    /// After stdin is closed, how long the server gets to exit on its own.
+    pub after_close: Duration,
+    /// After SIGTERM to the group, how long before SIGKILL (on Windows the
+    /// job already ended at the first step: this wait is for the reap).
+    pub after_term: Duration,
+    /// After SIGKILL, how long to wait for the reap and for stdout/stderr to
+    /// reach end of file (a process outside the group could hold them open).
+    pub after_kill: Duration,
+}
+
+impl Default for ShutdownTimeouts {
+    /// 2 s, 1 s, 2 s.
+    fn default() -> Self {
+        ShutdownTimeouts {
+            after_close: Duration::from_secs(2),
+            after_term: Duration::from_secs(1),
+            after_kill: Duration::from_secs(2),
+        }
+    }
+}
 
 /// What a fresh spawn hands out: the control handle and the three pipes.
 pub(crate) struct Spawned {

@@ -57,11 +57,11 @@ pub use metrics::{DirectionMetrics, ProxyMetrics};
 pub use sink::{SinkCloser, StderrSink};
 pub use spill::SpillConfig;
 
+use crate::pipe::process::ShutdownTimeouts;
 use crate::pipe::stderr::drain;
 use crate::pipe::stdin::{WriterEnd, write_lines};
 use crate::pipe::sys::{self, Stop};
 use crate::pipe::{jsonrpc, process};
-use crate::session::ShutdownTimeouts;
 use route::{Direction, InFlight, Router, SpillRoute};
 use spill::SpillStore;
 

@@ -1,5 +1,6 @@
 //! What a session can be configured with: limits, policies, the backend.
 
+use crate::pipe::process::ShutdownTimeouts;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,29 +61,6 @@ pub enum OversizePolicy {
     Recover,
     /// Fail the request and kill the session.
     KillSession,
-}
-
-/// How long each step of [`Session::shutdown`] may take.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ShutdownTimeouts {
-    /// After stdin is closed, how long the server gets to exit on its own.
-    pub after_close: Duration,
-    /// After SIGTERM to the group, how long before SIGKILL.
-    pub after_term: Duration,
-    /// After SIGKILL, how long to wait for the reap and for stdout/stderr to
-    /// reach end of file (a process outside the group could hold them open).
-    pub after_kill: Duration,
-}
-
-impl Default for ShutdownTimeouts {
-    /// 2 s, 1 s, 2 s.
-    fn default() -> Self {
-        ShutdownTimeouts {
-            after_close: Duration::from_secs(2),
-            after_term: Duration::from_secs(1),
-            after_kill: Duration::from_secs(2),
-        }
-    }
 }
 
 /// Everything a session can be configured with. Start from `default()`.

@@ -48,7 +48,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use drainpipe_framer::budget::Capture;
 use drainpipe_framer::owned::OwnedId;
-use serde::Serialize;
 use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -57,10 +56,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backend::{FramerBackend, NativeFramer};
 
+pub use crate::pipe::process::{Ending, ShutdownTimeouts};
 pub use capture::{CaptureLimits, CaptureSnapshot};
 pub use config::{
-    BackendChoice, BackendFactory, CallOptions, DispatcherFullPolicy, OversizePolicy,
-    SessionConfig, ShutdownTimeouts,
+    BackendChoice, BackendFactory, CallOptions, DispatcherFullPolicy, OversizePolicy, SessionConfig,
 };
 pub use metrics::SessionMetrics;
 pub use protocol::{ClientInfo, NegotiateError, Negotiated, Protocol, Revision};
@@ -90,19 +89,6 @@ impl Incoming {
     pub fn json(&self) -> serde_json::Result<serde_json::Value> {
         serde_json::from_slice(&self.bytes)
     }
-}
-
-/// How the server process ended during [`Session::shutdown`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Ending {
-    /// It exited after stdin was closed (or earlier).
-    Exited,
-    /// It exited after SIGTERM to its group.
-    Terminated,
-    /// It had to be killed with SIGKILL.
-    Killed,
-    /// It could not be reaped within the timeouts.
-    Unreaped,
 }
 
 /// What [`Session::shutdown`] found.
