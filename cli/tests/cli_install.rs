@@ -221,6 +221,8 @@ fn install_wraps_every_host_and_uninstall_restores_every_byte() {
         servers["filesystem"]["args"],
         serde_json::json!([
             "proxy",
+            "--clip",
+            "1MB",
             "--",
             "npx",
             "-y",
@@ -228,6 +230,23 @@ fn install_wraps_every_host_and_uninstall_restores_every_byte() {
             "/home/me/projects"
         ])
     );
+    // Each host's file gets the budget that fits the host's cap, and says
+    // which and why.
+    for (budget, host) in [
+        ("--clip 1MB: Claude Desktop refuses", "Claude Desktop"),
+        ("--clip 25000: Claude Code caps", "Claude Code"),
+        ("--clip 256KiB: the default", "Cursor"),
+        ("--clip 8000: VS Code moves", "VS Code"),
+        ("--clip 256KiB: the default", "Zed"),
+        ("--clip 10000: Codex cuts", "Codex"),
+    ] {
+        let section = done.stdout.split(&format!("{host}: ")).nth(1).unwrap();
+        assert!(
+            section.lines().nth(1).unwrap().contains(budget),
+            "{host}: {}",
+            done.stdout
+        );
+    }
     assert_eq!(servers["filesystem"]["env"]["DEBUG"], "1");
     assert_eq!(
         servers["linear"],
@@ -239,7 +258,7 @@ fn install_wraps_every_host_and_uninstall_restores_every_byte() {
     assert_eq!(project["db"]["command"], DRAINPIPE);
     assert_eq!(
         project["db"]["args"],
-        serde_json::json!(["proxy", "--", "node", "db.js"])
+        serde_json::json!(["proxy", "--clip", "25000", "--", "node", "db.js"])
     );
     assert_eq!(project["docs"]["url"], "https://docs.example/mcp");
     let cursor: Value = serde_json::from_str(&fs::read_to_string(&files[2].0).unwrap()).unwrap();
@@ -257,11 +276,11 @@ fn install_wraps_every_host_and_uninstall_restores_every_byte() {
     );
     let zed = fs::read_to_string(&files[4].0).unwrap();
     assert!(zed.contains(&format!(
-        r#""command": {{ "path": {quoted}, "args": ["proxy", "--", "python3", "-m", "srv"], "env": {{}} }},"#
+        r#""command": {{ "path": {quoted}, "args": ["proxy", "--clip", "256KiB", "--", "python3", "-m", "srv"], "env": {{}} }},"#
     )), "{zed}");
     let codex = fs::read_to_string(&files[5].0).unwrap();
     assert!(codex.contains(&format!(
-        "command = {quoted} # the runner\nargs = [\"proxy\", \"--\", \"uvx\", \"mcp-server-git\"]\ncwd = \"/home/me/repo\"\n"
+        "command = {quoted} # the runner\nargs = [\"proxy\", \"--clip\", \"10000\", \"--\", \"uvx\", \"mcp-server-git\"]\ncwd = \"/home/me/repo\"\n"
     )), "{codex}");
     assert!(codex.contains("[mcp_servers.docs]\nurl = \"https://docs.example/mcp\"\n"));
     assert!(
@@ -353,7 +372,7 @@ fn dry_run_prints_a_diff_and_writes_nothing() {
         "-      \"command\": \"npx\",",
         "-      \"args\": [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/me/projects\"],",
         "+      \"command\": \"/opt/bin/drainpipe\",",
-        "+      \"args\": [\"proxy\", \"--\", \"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/me/projects\"],",
+        "+      \"args\": [\"proxy\", \"--clip\", \"256KiB\", \"--\", \"npx\", \"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/me/projects\"],",
         "       \"env\": { \"DEBUG\": \"1\" }",
         "     },",
     ]
@@ -435,6 +454,32 @@ fn a_binary_in_a_build_directory_is_refused_unless_command_says_so() {
         done.stderr
     );
     assert!(done.stderr.contains("--command PATH"), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("cargo install --locked --path cli"),
+        "{}",
+        done.stderr
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), CURSOR);
+    // A dry run writes nothing: it shows what this binary would write, with
+    // the warning.
+    let done = home.run(&["install", "--dry-run"]);
+    assert_eq!(done.code(), 0, "{}\n{}", done.stdout, done.stderr);
+    assert!(done.stderr.contains("refusing to write"), "{}", done.stderr);
+    assert!(
+        done.stderr.contains("this dry run shows"),
+        "{}",
+        done.stderr
+    );
+    assert!(
+        done.stdout.contains("+      \"command\": "),
+        "{}",
+        done.stdout
+    );
+    assert!(
+        done.stdout.contains("dry run: would write it"),
+        "{}",
+        done.stdout
+    );
     assert_eq!(fs::read_to_string(&path).unwrap(), CURSOR);
     // --command is written as given, and uninstall knows it by name.
     let done = home.run(&["install", "--command", "/opt/tools/drainpipe"]);
@@ -472,16 +517,23 @@ fn proxy_args_are_checked_then_written_before_the_separator() {
         "--command",
         DRAINPIPE,
         "--proxy-args",
-        "--clip 256KiB --metrics-file '/tmp/dp {pid}.json'",
+        "--clip 64KiB --metrics-file '/tmp/dp {pid}.json'",
     ]);
     assert_eq!(done.code(), 0, "{}", done.stderr);
+    // The user's --clip replaces the host's.
+    assert!(
+        done.stdout
+            .contains("budget           the --clip of --proxy-args"),
+        "{}",
+        done.stdout
+    );
     let written: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(
         written["mcpServers"]["sqlite"]["args"],
         serde_json::json!([
             "proxy",
             "--clip",
-            "256KiB",
+            "64KiB",
             "--metrics-file",
             "/tmp/dp {pid}.json",
             "--",
@@ -586,7 +638,16 @@ fn the_wrapped_entry_runs_the_server_behind_the_proxy() {
         .collect();
     assert_eq!(
         args,
-        ["proxy", "--metrics", "none", "--", DRAINPIPE, "fixture"]
+        [
+            "proxy",
+            "--metrics",
+            "none",
+            "--clip",
+            "256KiB",
+            "--",
+            DRAINPIPE,
+            "fixture"
+        ]
     );
     let mut server = Command::new(entry["command"].as_str().unwrap());
     server.args(&args);

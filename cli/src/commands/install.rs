@@ -10,6 +10,7 @@
 //! - `file`: one file's format, plan, backup, diff and atomic write;
 //! - `hosts`: the hosts and where their files are on each OS.
 
+mod budget;
 mod file;
 mod hosts;
 mod jsonc;
@@ -29,7 +30,9 @@ use super::Style;
 ///
 /// Edits each host's config file in place: a stdio server's `command`
 /// becomes the drainpipe binary and its `args` become `proxy`, the
-/// --proxy-args, `--`, then the original command and arguments. `env`,
+/// --proxy-args, `--`, then the original command and arguments. Unless
+/// --proxy-args says `--clip`, the proxy gets the content budget that fits
+/// the host's own cap on a tool result (each report says which and why). `env`,
 /// `cwd`, comments, key order and formatting are kept. Remote servers and
 /// servers already behind drainpipe are left alone, so running it again
 /// changes nothing. The original is saved beside the file as
@@ -49,8 +52,9 @@ pub(crate) struct InstallArgs {
     dry_run: bool,
     /// Options for `drainpipe proxy`, written before `--` in every server
     /// wrapped now, split as a shell would: e.g. "--clip 256KiB --max-frame
-    /// 8MiB". Checked against the proxy's options first. Servers already
-    /// wrapped keep theirs (uninstall, then install, to change them).
+    /// 8MiB". Checked against the proxy's options first. A `--clip` here
+    /// replaces the one chosen for the host. Servers already wrapped keep
+    /// theirs (uninstall, then install, to change them).
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     proxy_args: Option<String>,
     /// The drainpipe binary to write as each server's command. Default: the
@@ -133,7 +137,17 @@ pub(crate) fn run_install(args: InstallArgs) -> i32 {
         }
         None => match own_path() {
             Ok(command) => command,
-            Err(message) => {
+            // A dry run writes nothing, so it shows what a real run would
+            // write from here, and why that run would refuse.
+            Err(Refused {
+                path: Some(path),
+                message,
+            }) if args.dry_run => {
+                eprintln!("drainpipe install: warning: {message}");
+                eprintln!("drainpipe install: warning: this dry run shows {path} anyway");
+                path
+            }
+            Err(Refused { message, .. }) => {
                 eprintln!("drainpipe install: {message}");
                 return super::EXIT_ENVIRONMENT;
             }
@@ -190,7 +204,11 @@ fn run(job: Job, target: &Target, dry_run: bool, wrapper: &Wrapper) -> i32 {
         let shown = places.show(&candidate.path);
         let title = candidate.host.map_or("config", Host::title);
         println!("{}", style.bold(&format!("{title}: {shown}")));
-        match handle(job, candidate, dry_run, wrapper, &places, style) {
+        let wrapper = match job {
+            Job::Install => with_budget(wrapper, candidate.host),
+            Job::Uninstall => wrapper.clone(),
+        };
+        match handle(job, candidate, dry_run, &wrapper, &places, style) {
             Ok(true) => {
                 if let Some(host) = candidate.host
                     && !restart.contains(&host.title())
@@ -225,6 +243,24 @@ fn run(job: Job, target: &Target, dry_run: bool, wrapper: &Wrapper) -> i32 {
         super::EXIT_FAILED
     } else {
         super::EXIT_OK
+    }
+}
+
+/// The wrapper for one host's file: with the `--clip` that fits the host's
+/// cap (the documented default for `--config` or a host without one),
+/// unless the user's proxy options name one. Says which, and why.
+fn with_budget(wrapper: &Wrapper, host: Option<Host>) -> Wrapper {
+    if budget::names_clip(&wrapper.proxy_args) {
+        println!("  budget           the --clip of --proxy-args");
+        return wrapper.clone();
+    }
+    let chosen = host.map_or(budget::DEFAULT, Host::budget);
+    println!("  budget           --clip {}: {}", chosen.clip, chosen.why);
+    let mut proxy_args = wrapper.proxy_args.clone();
+    proxy_args.extend(["--clip".to_string(), chosen.clip.to_string()]);
+    Wrapper {
+        command: wrapper.command.clone(),
+        proxy_args,
     }
 }
 
@@ -415,23 +451,38 @@ fn split_proxy_args(text: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// Why `install` will not write this binary's path, and the path (when
+/// there is one to show).
+struct Refused {
+    path: Option<String>,
+    message: String,
+}
+
 /// This binary's absolute path, unless it lies where a host started later
 /// might not find it.
-fn own_path() -> Result<String, String> {
-    let exe = std::env::current_exe().map_err(|error| {
-        format!("cannot tell where the drainpipe binary is: {error} (say --command PATH)")
+fn own_path() -> Result<String, Refused> {
+    let exe = std::env::current_exe().map_err(|error| Refused {
+        path: None,
+        message: format!("cannot tell where the drainpipe binary is: {error} (say --command PATH)"),
     })?;
+    let Some(path) = exe.to_str().map(str::to_string) else {
+        return Err(Refused {
+            path: None,
+            message: format!("{} is not UTF-8 (say --command PATH)", exe.display()),
+        });
+    };
     if let Some(why) = transient_location(&exe) {
-        return Err(format!(
-            "refusing to write {} into host configs: it is {why}, and a host started later may \
-             not find it there. Put drainpipe on PATH for good (`cargo install --locked \
-             --path host-adapter`) and run that one, or say --command PATH to write a path anyway",
-            exe.display()
-        ));
+        return Err(Refused {
+            message: format!(
+                "refusing to write {path} into host configs: it is {why}, and a host started \
+                 later may not find it there. Put drainpipe on PATH for good (`cargo install \
+                 --locked --path cli` in the source tree) and run that one, or say --command \
+                 PATH to write a path anyway"
+            ),
+            path: Some(path),
+        });
     }
-    exe.to_str()
-        .map(str::to_string)
-        .ok_or_else(|| format!("{} is not UTF-8 (say --command PATH)", exe.display()))
+    Ok(path)
 }
 
 /// Why `exe` is a poor path to write into a config: in a cargo build
