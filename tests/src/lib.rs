@@ -204,3 +204,40 @@ where
     samples.sort();
     (samples[samples.len() / 2], samples[samples.len() * 9 / 10])
 }
+
+/// `resources/read` of `uri` (20 s at most); the result.
+pub async fn read_resource(session: &Session, uri: &str) -> Result<Value, CallError> {
+    within(
+        20,
+        "resources/read",
+        session.call("resources/read", json!({"uri": uri}), opts(15)),
+    )
+    .await
+    .map(|r| r.result)
+}
+
+/// Pages through `uri`; the bytes put together, and the pages.
+pub async fn page_through(session: &Session, uri: &str, budget: usize) -> (Vec<u8>, usize) {
+    let mut all = Vec::new();
+    let mut next = Some(uri.to_string());
+    let mut pages = 0;
+    while let Some(at) = next {
+        let page = read_resource(session, &at).await.expect("a page");
+        assert!(
+            serde_json::to_vec(&page).unwrap().len() < budget,
+            "a page within the budget"
+        );
+        all.extend_from_slice(
+            page["contents"][0]["text"]
+                .as_str()
+                .expect("text")
+                .as_bytes(),
+        );
+        next = page["_meta"]["io.drainpipe/next"]
+            .as_str()
+            .map(str::to_string);
+        pages += 1;
+        assert!(pages < 10_000, "paging ends");
+    }
+    (all, pages)
+}

@@ -144,6 +144,29 @@ async fn fixtures_gone_within(mark: &str, limit: Duration) -> Vec<(u32, String)>
     }
 }
 
+/// Waits (30 s at most) until `count` fixture processes carry `mark`: the
+/// server and the tree its tool started.
+async fn tree_started(mark: &str, count: usize) {
+    let until = tokio::time::Instant::now() + Duration::from_secs(30);
+    while fixtures(mark).len() < count {
+        assert!(
+            tokio::time::Instant::now() < until,
+            "the tool's tree did not start: {:?}",
+            marked(mark)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Shuts the session down and checks, 5 s at most after, that no fixture
+/// process is left (killing any, so a failure leaks nothing).
+async fn end_cleanly(session: &Session, mark: &str) {
+    shutdown_clean(session).await;
+    let left = fixtures_gone_within(mark, Duration::from_secs(5)).await;
+    kill_marked(mark);
+    assert!(left.is_empty(), "left after shutdown: {left:?}");
+}
+
 /// Kills what a failed test left, so it cannot outlive the run.
 fn kill_marked(mark: &str) {
     for (pid, _) in marked(mark) {
@@ -213,10 +236,7 @@ async fn oversize_fails_its_request_and_the_session_lives_under_wine() {
     .await
     .expect("a result under the limit passes");
     assert!(at.result["content"].is_array(), "{}", at.result);
-    shutdown_clean(&session).await;
-    let left = fixtures_gone_within(&mark, Duration::from_secs(5)).await;
-    kill_marked(&mark);
-    assert!(left.is_empty(), "left after shutdown: {left:?}");
+    end_cleanly(&session, &mark).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,40 +272,15 @@ async fn a_clipped_result_reads_back_whole_under_wine() {
         .unwrap_or_else(|| panic!("no link to the cut text: {result}"))
         .clone();
     assert_eq!(link["size"], json!(text.len()));
-    let mut all = Vec::new();
-    let mut next = link["uri"].as_str().map(str::to_string);
-    let mut pages = 0;
-    while let Some(uri) = next {
-        let page: Value = within(
-            30,
-            "resources/read",
-            session.call("resources/read", json!({"uri": uri}), opts(25)),
-        )
-        .await
-        .expect("a page")
-        .result;
-        all.extend_from_slice(
-            page["contents"][0]["text"]
-                .as_str()
-                .expect("text")
-                .as_bytes(),
-        );
-        next = page["_meta"]["io.drainpipe/next"]
-            .as_str()
-            .map(str::to_string);
-        pages += 1;
-        assert!(pages < 1000, "paging ends");
-    }
+    let uri = link["uri"].as_str().expect("the link's uri");
+    let (all, _pages) = page_through(&session, uri, 64 << 10).await;
     assert!(
         all == text.as_bytes(),
         "read back {} of {} bytes, not the same",
         all.len(),
         text.len()
     );
-    shutdown_clean(&session).await;
-    let left = fixtures_gone_within(&mark, Duration::from_secs(5)).await;
-    kill_marked(&mark);
-    assert!(left.is_empty(), "left after shutdown: {left:?}");
+    end_cleanly(&session, &mark).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,15 +291,7 @@ async fn a_cancel_reaches_the_tools_children_under_wine() {
     let session = session(&wine, &["--metrics", "none"], &mark).await;
     let pending = start_tool(&session, "spawn_forever", json!({"children": 2}), opts(60)).await;
     // The server, its subprocess and that one's two children.
-    let until = tokio::time::Instant::now() + Duration::from_secs(30);
-    while fixtures(&mark).len() < 4 {
-        assert!(
-            tokio::time::Instant::now() < until,
-            "the tool's tree did not start: {:?}",
-            marked(&mark)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    tree_started(&mark, 4).await;
     let server: Vec<u32> = fixtures(&mark)
         .into_iter()
         .filter(|(_, cmdline)| !cmdline.contains("--print-forever"))
@@ -342,10 +329,7 @@ async fn a_cancel_reaches_the_tools_children_under_wine() {
     .await
     .expect("the next request is answered");
     assert_eq!(echo.result["structuredContent"]["text"], "next");
-    shutdown_clean(&session).await;
-    let left = fixtures_gone_within(&mark, Duration::from_secs(5)).await;
-    kill_marked(&mark);
-    assert!(left.is_empty(), "left after shutdown: {left:?}");
+    end_cleanly(&session, &mark).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -387,15 +371,7 @@ async fn a_killed_proxy_takes_the_servers_tree_along_under_wine() {
         panic!("the proxy's stdout ended before the tool answered");
     })
     .await;
-    let until = tokio::time::Instant::now() + Duration::from_secs(30);
-    while fixtures(&mark).len() < 4 {
-        assert!(
-            tokio::time::Instant::now() < until,
-            "the tool's tree did not start: {:?}",
-            marked(&mark)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    tree_started(&mark, 4).await;
     let pid = proxy.id().expect("the proxy runs");
     procs::kill_pid(pid);
     within(10, "the killed proxy is reaped", proxy.wait())
