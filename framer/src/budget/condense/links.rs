@@ -1,0 +1,187 @@
+//! Spilling and links (see "Spilling" in the module docs).
+//!
+//! With `Condenser::with_links`, a value that is cut is numbered and
+//! reported from its first byte (`spill_cut`, `spill_start`); at the end
+//! the caller writes a `resource_link` block for each into the room kept
+//! for them (`Links::fill`). `link_block` writes one block and `media_type`
+//! the media type it gives.
+//!
+//! Separate because it is the one part with a protocol of its own toward
+//! the caller (`Spill` events, `Links`). Without links, only `Links::fill`
+//! runs: it writes the notice, with no links.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt::Write as _;
+
+use super::record::{NOTICE_END, NOTICE_HEAD};
+use super::walk::Role;
+use super::{
+    Condenser, Digits, LINK_NOTICE, LINK_ROOM, Link, Links, MAX_LINK_FIELD, MAX_LINKS, NOTICE_SLOT,
+    Spill, SpillKind, Spilled,
+};
+
+impl Condenser {
+    /// The current string is cut, `head` of it read before `piece`: with
+    /// links, reports it from its first byte.
+    pub(super) fn spill_cut(
+        &mut self,
+        kind: SpillKind,
+        head: &[u8],
+        piece: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) {
+        let Some(s) = self.string.as_ref() else {
+            return;
+        };
+        let segment = s.segment.clone();
+        let pointer = self.pointer(&segment);
+        let Some(value) = self.spill_start(kind, pointer, spill) else {
+            return;
+        };
+        spill(Spill::Raw { value, bytes: head });
+        spill(Spill::Raw {
+            value,
+            bytes: piece,
+        });
+        if let Some(s) = self.string.as_mut() {
+            s.spill = Some(value);
+        }
+    }
+
+    /// Numbers a value to report, if links are on and there is room for
+    /// its link, and reports its start.
+    pub(super) fn spill_start(
+        &mut self,
+        kind: SpillKind,
+        pointer: Vec<u8>,
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Option<u32> {
+        if !self.linking || self.spilled.len() >= MAX_LINKS {
+            return None;
+        }
+        let value = self.spilled.len() as u32;
+        let block = self.stack.iter().rposition(|l| l.role == Role::Block);
+        let mime = match kind {
+            SpillKind::Text => "text/plain",
+            SpillKind::Binary => "application/octet-stream",
+        };
+        self.spilled.push((
+            Spilled {
+                value,
+                kind,
+                pointer: String::from_utf8_lossy(&pointer).into_owned(),
+                mime: String::from(mime),
+                complete: false,
+            },
+            block,
+        ));
+        spill(Spill::Start { value, kind });
+        Some(value)
+    }
+}
+
+impl Links {
+    /// The values reported for spilling, by number.
+    pub fn values(&self) -> &[Spilled] {
+        &self.values
+    }
+
+    /// Writes into `frame` (the one it came with) the notice and a
+    /// `resource_link` block for each value `link` gives a place for; the
+    /// notice then says they are linked, and `how` they are read (e.g.
+    /// "read it with resources/read"; at most 100 bytes of plain ASCII, else
+    /// left out). A value left without a link (or whose link does not fit)
+    /// is still said to be cut. Returns how many links were written.
+    /// Calling it again rewrites the room.
+    pub fn fill<'u>(
+        &self,
+        frame: &mut [u8],
+        how: &str,
+        mut link: impl FnMut(&Spilled) -> Option<Link<'u>>,
+    ) -> usize {
+        let Some(room) = frame.get_mut(self.at..self.at + self.len) else {
+            return 0;
+        };
+        let mut blocks = Vec::new();
+        let mut linked = 0;
+        for value in &self.values {
+            let Some(place) = link(value) else {
+                continue;
+            };
+            let Some(block) = link_block(value, &place) else {
+                continue;
+            };
+            if NOTICE_SLOT + LINK_NOTICE + blocks.len() + block.len() > self.len {
+                break;
+            }
+            blocks.extend_from_slice(&block);
+            linked += 1;
+        }
+        let mut text = Vec::with_capacity(self.len);
+        if self.comma {
+            text.push(b',');
+        }
+        text.extend_from_slice(NOTICE_HEAD);
+        text.extend_from_slice(&self.notice);
+        if linked > 0 {
+            let _ = write!(
+                Digits(&mut text),
+                ". The full value of {linked} of them is linked below (resource_link)"
+            );
+            let plain = how.len() <= 100
+                && how
+                    .bytes()
+                    .all(|c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\');
+            if plain && !how.is_empty() {
+                text.extend_from_slice(b": ");
+                text.extend_from_slice(how.as_bytes());
+            }
+        }
+        text.extend_from_slice(NOTICE_END);
+        text.extend_from_slice(&blocks);
+        if text.len() > room.len() {
+            return 0;
+        }
+        room[..text.len()].copy_from_slice(&text);
+        room[text.len()..].fill(b' ');
+        linked
+    }
+}
+
+/// A `resource_link` block, with its leading comma; `None` if a field
+/// cannot be written as it is.
+fn link_block(value: &Spilled, place: &Link<'_>) -> Option<Vec<u8>> {
+    let plain = |field: &str| {
+        field.len() <= MAX_LINK_FIELD
+            && field
+                .bytes()
+                .all(|c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\')
+    };
+    let name = match value.pointer.strip_prefix('/') {
+        Some(name) if plain(name) && !name.is_empty() => String::from(name),
+        _ => alloc::format!("value {}", value.value),
+    };
+    if !plain(place.uri) || !plain(&value.mime) {
+        return None;
+    }
+    let mut block = Vec::with_capacity(LINK_ROOM);
+    let _ = write!(
+        Digits(&mut block),
+        ",{{\"type\":\"resource_link\",\"uri\":\"{}\",\"name\":\"{name}\",\"mimeType\":\"{}\",\"size\":{}}}",
+        place.uri,
+        value.mime,
+        place.size
+    );
+    (block.len() <= LINK_ROOM).then_some(block)
+}
+
+/// A block's `mimeType` as a link writes it, if it is a plain one.
+pub(super) fn media_type(raw: &[u8]) -> Option<String> {
+    let plain = !raw.is_empty()
+        && raw.len() <= MAX_LINK_FIELD
+        && raw.iter().all(|&c| {
+            c.is_ascii_alphanumeric() || matches!(c, b'/' | b'-' | b'+' | b'.' | b';' | b'=' | b' ')
+        });
+    plain.then(|| String::from_utf8_lossy(raw).into_owned())
+}

@@ -1,0 +1,329 @@
+//! A string value, from its opening quote to its closing one.
+//!
+//! At its start a string gets its policy from where it stands (copied
+//! whole; a text that may be cut; a binary value that fits whole or is left
+//! out; read and not written) and the texts it may mirror. Its raw bytes
+//! are then written by that policy (a text's by `cut.rs`). At its end it is
+//! listed if it was cut, and tracked if room may be taken back from it later
+//! or a later string may mirror it. It also keeps a block's `type` and
+//! `mimeType`, for the replacement text and the link's media type.
+//!
+//! Separate from the walk because every byte of a long value passes here,
+//! and here each value's fate is decided; the walk sees only its quotes.
+
+use alloc::vec::Vec;
+
+use super::room::Tracked;
+use super::walk::{Mode, Role};
+use super::{
+    CondenseError, Condenser, MAX_CAPTURE, MAX_LINKS, MAX_TRACKED, SHORT_STRING, SLACK, Spill,
+    SpillKind,
+};
+
+/// How a string value is treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Policy {
+    /// Copied whole, or the budget overflows.
+    Whole,
+    /// Cut where the room ends (after shrinking earlier cut texts to an
+    /// equal level, if that gives more), past its `Str::cap`, or where the
+    /// text it mirrors was cut.
+    Text,
+    /// Copied whole if it fits the room, else its block is replaced.
+    Binary,
+    /// Read, not written (muted, or its array/block was cut).
+    Muted,
+}
+
+/// The string value being read.
+#[derive(Debug)]
+pub(super) struct Str {
+    policy: Policy,
+    /// Where its contents start in the output (after the quote).
+    pub(super) out_start: usize,
+    /// Raw bytes of its contents read so far.
+    len: u64,
+    /// It was cut: the rest is read, not written.
+    pub(super) cut: bool,
+    /// Mirror candidates (bits for `Condenser::texts`) still equal so far.
+    pub(super) candidates: u64,
+    /// Texts: the most it may keep, in bytes (the share of the room it was
+    /// given, with [`Condenser::with_text_share`], or the level the texts
+    /// before it were shrunk to for it); `None`: all the room it can get.
+    pub(super) cap: Option<usize>,
+    /// Which side of a possible mirror it is: `Some(false)` for a content
+    /// block's text, `Some(true)` for a string in `structuredContent`.
+    side: Option<bool>,
+    /// A block's `type` or `mimeType`, kept for a replacement's text (even
+    /// when not written).
+    capture: Capture,
+    captured: Vec<u8>,
+    /// Its JSON Pointer segment.
+    pub(super) segment: Vec<u8>,
+    /// Its number, once it is cut and reported for spilling.
+    pub(super) spill: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Capture {
+    None,
+    BlockType,
+    BlockMime,
+}
+
+impl Condenser {
+    pub(super) fn start_string(&mut self, segment: Vec<u8>) -> Result<(), CondenseError> {
+        let muted = self.muted();
+        let parent = self.stack.last();
+        let role = parent.map_or(Role::Top, |l| l.role);
+        let key: &[u8] = match parent {
+            Some(l) if l.object && !l.key_too_long => &l.key,
+            _ => &[],
+        };
+        let cap = self.text_share.map(|share| {
+            (self.room().saturating_sub(SLACK) as u64 * u64::from(share) / 256) as usize
+        });
+        let capture = match (role, key) {
+            (Role::Block, b"type") => Capture::BlockType,
+            (Role::Block | Role::Resource, b"mimeType") => Capture::BlockMime,
+            _ => Capture::None,
+        };
+        let text = Policy::Text;
+        let (policy, side) = match (role, key) {
+            _ if muted => (Policy::Muted, None),
+            (Role::Top | Role::Outside | Role::Meta, _) | (Role::Result, b"resultType") => {
+                (Policy::Whole, None)
+            }
+            (Role::Block, b"data") | (Role::Resource, b"blob") => (Policy::Binary, None),
+            (Role::Block, b"type")
+            | (Role::Block | Role::Resource, b"mimeType")
+            | (Role::Resource, b"uri") => (Policy::Whole, None),
+            (Role::Block | Role::Resource, b"text") => (text, Some(false)),
+            (Role::Structured, _) => (text, Some(true)),
+            _ => (text, None),
+        };
+        if !muted {
+            self.whole(b"\"")?;
+            // The closing quote is kept back with the string.
+            self.reserve += 1;
+        }
+        let candidates = match side {
+            Some(side) => self
+                .texts
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.side == Some(!side) && !m.dead)
+                .fold(0u64, |bits, (bit, _)| bits | 1 << bit),
+            None => 0,
+        };
+        self.string = Some(Str {
+            policy,
+            out_start: self.out.len(),
+            len: 0,
+            cut: false,
+            candidates,
+            cap,
+            side,
+            capture,
+            captured: Vec::new(),
+            segment,
+            spill: None,
+        });
+        self.mode = Mode::InString;
+        Ok(())
+    }
+
+    /// Bytes inside a string value; returns how many were taken (up to and
+    /// including the closing quote).
+    pub(super) fn string_bytes(
+        &mut self,
+        bytes: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Result<usize, CondenseError> {
+        let mut i = 0;
+        loop {
+            if self.mode == Mode::InStringEscape {
+                if i >= bytes.len() {
+                    return Ok(i);
+                }
+                self.content(&bytes[i..i + 1], spill)?;
+                self.mode = Mode::InString;
+                i += 1;
+            }
+            let rest = &bytes[i..];
+            match memchr::memchr2(b'"', b'\\', rest) {
+                None => {
+                    self.content(rest, spill)?;
+                    return Ok(bytes.len());
+                }
+                Some(k) => {
+                    self.content(&rest[..k], spill)?;
+                    i += k + 1;
+                    if rest[k] == b'"' {
+                        self.end_string(spill)?;
+                        return Ok(i);
+                    }
+                    self.content(b"\\", spill)?;
+                    self.mode = Mode::InStringEscape;
+                }
+            }
+        }
+    }
+
+    /// Raw contents of the current string value.
+    fn content(
+        &mut self,
+        piece: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Result<(), CondenseError> {
+        if piece.is_empty() {
+            return Ok(());
+        }
+        let room = self.room();
+        let Some(s) = self.string.as_mut() else {
+            return Ok(());
+        };
+        s.len += piece.len() as u64;
+        if s.capture != Capture::None {
+            let room = MAX_CAPTURE.saturating_sub(s.captured.len());
+            s.captured
+                .extend_from_slice(&piece[..piece.len().min(room)]);
+        }
+        if s.cut {
+            if let Some(value) = s.spill {
+                spill(Spill::Raw {
+                    value,
+                    bytes: piece,
+                });
+            }
+            return Ok(());
+        }
+        match s.policy {
+            Policy::Muted => Ok(()),
+            Policy::Whole => {
+                if !self.make_room(piece.len(), 0) {
+                    return Err(CondenseError::Overflow { at: self.fed });
+                }
+                self.out.extend_from_slice(piece);
+                Ok(())
+            }
+            Policy::Binary => {
+                // Cut texts give room to a binary value while they keep
+                // half the budget in all (what the half share gave before):
+                // a value that does not fit even so is left out, and what
+                // they gave may stay unused.
+                let fits = piece.len() <= room || self.make_room(piece.len(), self.budget / 2);
+                let Some(s) = self.string.as_mut() else {
+                    return Ok(());
+                };
+                if !fits {
+                    // Never broken base64: the block is replaced.
+                    s.cut = true;
+                    if let Some(block) = self.stack.iter_mut().rev().find(|l| l.role == Role::Block)
+                    {
+                        block.replace = true;
+                        self.replacing = true;
+                    }
+                    if self.linking && self.spilled.len() < MAX_LINKS {
+                        let head = self.out[s.out_start..].to_vec();
+                        self.spill_cut(SpillKind::Binary, &head, piece, spill);
+                    }
+                    return Ok(());
+                }
+                self.out.extend_from_slice(piece);
+                Ok(())
+            }
+            Policy::Text => {
+                self.text_content(piece, spill);
+                Ok(())
+            }
+        }
+    }
+
+    fn end_string(&mut self, spill: &mut dyn FnMut(Spill<'_>)) -> Result<(), CondenseError> {
+        self.mode = Mode::After;
+        let Some(s) = self.string.take() else {
+            return Ok(());
+        };
+        if let Some(value) = s.spill {
+            spill(Spill::End { value });
+            if let Some((spilled, _)) = self.spilled.get_mut(value as usize) {
+                spilled.complete = true;
+            }
+        }
+        if s.capture != Capture::None
+            && let Some(block) = self.stack.iter_mut().rev().find(|l| l.role == Role::Block)
+        {
+            // A value longer than what was captured is not known: a
+            // media type cut short must not be reported as one.
+            let whole = s.len as usize <= s.captured.len();
+            if s.capture == Capture::BlockType {
+                block.block_type = s.captured;
+            } else if !whole {
+                block.block_mime = Vec::new();
+            } else {
+                block.block_mime = s.captured;
+            }
+        }
+        if s.policy == Policy::Muted {
+            return Ok(());
+        }
+        self.reserve -= 1;
+        let kept_len = self.out.len() - s.out_start;
+        if s.cut && s.policy == Policy::Binary {
+            if let Some(block) = self.stack.iter_mut().rev().find(|l| l.role == Role::Block) {
+                block.binary_len = s.len;
+            }
+            let pointer = self.pointer(&s.segment);
+            self.record(pointer, 0, s.len);
+            return Ok(());
+        }
+        if s.cut && s.len <= SHORT_STRING {
+            return Err(CondenseError::Overflow { at: self.fed });
+        }
+        let pointer = self.pointer(&s.segment);
+        let cut = if s.cut {
+            self.record(pointer.clone(), kept_len as u64, s.len)
+        } else {
+            None
+        };
+        // The texts it mirrors, cut alike: shrunk to one level, they stay
+        // alike, but only if both are tracked.
+        let twins = (0..self.texts.len())
+            .filter(|&bit| {
+                s.candidates & (1 << bit) != 0 && (s.cut || self.texts[bit].len == kept_len)
+            })
+            .fold(0u64, |bits, bit| bits | 1 << bit);
+        // Tracked: a cut text (it may give room later), and a long text a
+        // later string may mirror (these in at most half the places, so
+        // that many whole texts leave places for cut ones).
+        let candidate =
+            s.side.is_some() && s.len > SHORT_STRING && self.texts.len() < MAX_TRACKED / 2;
+        let tracked = (s.cut || candidate) && self.texts.len() < MAX_TRACKED;
+        let mut fixed = false;
+        for (bit, m) in self.texts.iter_mut().enumerate() {
+            if twins & (1 << bit) != 0 {
+                // A twin not tracked, or one that may not be shrunk: neither
+                // is shrunk.
+                m.fixed |= !tracked;
+                fixed |= m.fixed;
+            }
+        }
+        if tracked {
+            self.texts.push(Tracked {
+                start: s.out_start,
+                len: kept_len,
+                side: s.side,
+                whole: !s.cut,
+                fixed,
+                cut,
+                pointer,
+                original: s.len,
+                spilled: s.spill.is_some(),
+                dead: false,
+            });
+        }
+        self.out.push(b'"');
+        Ok(())
+    }
+}

@@ -1,0 +1,492 @@
+//! Walking the response: the token-level state machine.
+//!
+//! `scan` takes the line in pieces split anywhere and walks its tokens:
+//! keys, scalars, brackets and the whitespace between them (dropped). It
+//! keeps the stack of open containers, what each is in a `tools/call`
+//! response (its `Role`) and where it stands (its JSON Pointer segment),
+//! and writes keys, scalars and brackets as bytes that cannot be cut
+//! (`whole`, in `room.rs`). A string value is handed to `string.rs` at its
+//! opening quote; a closing bracket places the slots that `record.rs` fills
+//! in at the end, and writes a replaced block's text. Its one decision
+//! about room is where an array is cut: an element is not started without
+//! room for it (`ELEMENT_ROOM`, `STEAL_SHARE`).
+//!
+//! Separate because it is the one part that knows JSON's grammar; the other
+//! stages see values, not the bytes between them.
+
+use alloc::vec::Vec;
+use core::fmt::Write as _;
+
+use super::links::media_type;
+use super::record::replacement_text;
+use super::{
+    CondenseError, Condenser, Digits, ELEMENT_ROOM, MARKER_SLOT, MAX_KEY, REPLACEMENT_ROOM,
+    SHORT_STRING, SLACK, STEAL_SHARE, Spill, TAIL_ROOM,
+};
+
+/// Where the tokenizer stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// Before the top-level value.
+    Start,
+    /// Expecting a value.
+    Value,
+    /// Just after `[`: a value or `]`.
+    ArrayFirst,
+    /// Expecting a key or `}` (just after `{`), or a key (after `,`).
+    KeyFirst,
+    Key,
+    /// Inside a key (after its opening quote).
+    InKey,
+    /// Inside a key, after a backslash.
+    InKeyEscape,
+    /// After a key: `:`.
+    Colon,
+    /// Inside a string value.
+    InString,
+    /// Inside a string value, after a backslash.
+    InStringEscape,
+    /// Inside a number or literal.
+    Scalar,
+    /// After a value: `,` or a closing bracket.
+    After,
+    /// After the top-level object.
+    Done,
+}
+
+/// Where a container stands in a `tools/call` response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Role {
+    /// The top-level object.
+    Top,
+    /// A value outside `result` (copied whole).
+    Outside,
+    /// The `result` object.
+    Result,
+    /// `result.content`.
+    Content,
+    /// An element of `result.content`.
+    Block,
+    /// `resource` of a content block.
+    Resource,
+    /// `result.structuredContent` and everything in it.
+    Structured,
+    /// `result._meta` and everything in it (copied whole).
+    Meta,
+    /// Anything else inside `result`.
+    Plain,
+}
+
+impl Role {
+    /// Whether values here may be cut.
+    fn cuttable(self) -> bool {
+        !matches!(self, Role::Top | Role::Outside | Role::Meta)
+    }
+}
+
+/// One open object or array.
+#[derive(Debug)]
+pub(super) struct Level {
+    pub(super) object: bool,
+    pub(super) role: Role,
+    /// Opened while muted: nothing of it is written, nothing reserved.
+    muted: bool,
+    /// Elements (arrays) or members (objects) started so far.
+    index: u64,
+    /// Elements or members written so far.
+    written: u64,
+    /// The current member's key (objects), raw, at most `MAX_KEY` bytes.
+    pub(super) key: Vec<u8>,
+    pub(super) key_too_long: bool,
+    /// The JSON Pointer segment of this level's own position.
+    segment: Vec<u8>,
+    /// Arrays: cut; the remaining elements are read but not written.
+    cut: bool,
+    /// Blocks: where the block starts in the output, and whether its
+    /// binary value did not fit (the block is then replaced).
+    pub(super) block_start: usize,
+    pub(super) replace: bool,
+    /// Blocks: the `type` and `mimeType` seen, and the size of the binary
+    /// value left out, for the replacement's text.
+    pub(super) block_type: Vec<u8>,
+    pub(super) block_mime: Vec<u8>,
+    pub(super) binary_len: u64,
+    /// `result`: whether it has an object `_meta` (the marker goes there).
+    has_meta: bool,
+}
+
+impl Level {
+    fn new(object: bool, role: Role, muted: bool, segment: Vec<u8>) -> Level {
+        Level {
+            object,
+            role,
+            muted,
+            index: 0,
+            written: 0,
+            key: Vec::new(),
+            key_too_long: false,
+            segment,
+            cut: false,
+            block_start: 0,
+            replace: false,
+            block_type: Vec::new(),
+            block_mime: Vec::new(),
+            binary_len: 0,
+            has_meta: false,
+        }
+    }
+}
+
+impl Condenser {
+    /// Whether what is read now is written: not inside a cut array, a
+    /// replaced block or a value read only to be skipped.
+    pub(super) fn muted(&self) -> bool {
+        self.replacing || self.stack.last().is_some_and(|l| l.muted || l.cut)
+    }
+
+    pub(super) fn scan(
+        &mut self,
+        bytes: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Result<(), CondenseError> {
+        let mut i = 0;
+        while i < bytes.len() {
+            match self.mode {
+                Mode::InString | Mode::InStringEscape => {
+                    i += self.string_bytes(&bytes[i..], spill)?;
+                }
+                Mode::InKey => {
+                    let rest = &bytes[i..];
+                    let run = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+                    self.key_bytes(&rest[..run])?;
+                    i += run;
+                    match rest.get(run) {
+                        Some(b'"') => {
+                            self.whole(b"\"")?;
+                            self.mode = Mode::Colon;
+                            i += 1;
+                        }
+                        Some(_) => {
+                            self.key_bytes(b"\\")?;
+                            self.mode = Mode::InKeyEscape;
+                            i += 1;
+                        }
+                        None => {}
+                    }
+                }
+                Mode::InKeyEscape => {
+                    self.key_bytes(&bytes[i..i + 1])?;
+                    self.mode = Mode::InKey;
+                    i += 1;
+                }
+                Mode::Scalar => {
+                    let rest = &bytes[i..];
+                    let run = rest
+                        .iter()
+                        .position(|&c| {
+                            matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n')
+                        })
+                        .unwrap_or(rest.len());
+                    self.whole(&rest[..run])?;
+                    i += run;
+                    if run < rest.len() {
+                        self.mode = Mode::After;
+                    }
+                }
+                _ => {
+                    self.step(bytes[i])?;
+                    i += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One byte between tokens.
+    fn step(&mut self, b: u8) -> Result<(), CondenseError> {
+        if matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
+            return Ok(());
+        }
+        match self.mode {
+            Mode::Start if b == b'{' => self.open(true, Role::Top, Vec::new()),
+            Mode::ArrayFirst if b == b']' => self.close(),
+            Mode::Value | Mode::ArrayFirst => self.start_value(b),
+            Mode::KeyFirst if b == b'}' => self.close(),
+            Mode::KeyFirst | Mode::Key if b == b'"' => {
+                self.key.clear();
+                self.key_too_long = false;
+                if !self.muted() {
+                    let comma = core::mem::take(&mut self.comma_pending);
+                    self.whole(if comma { b",\"" } else { b"\"" })?;
+                }
+                self.comma_pending = false;
+                if let Some(level) = self.stack.last_mut() {
+                    level.index += 1;
+                }
+                self.mode = Mode::InKey;
+                Ok(())
+            }
+            Mode::Colon if b == b':' => {
+                self.whole(b":")?;
+                if let Some(level) = self.stack.last_mut() {
+                    level.key.clear();
+                    level.key.extend_from_slice(&self.key);
+                    level.key_too_long = self.key_too_long;
+                }
+                self.mode = Mode::Value;
+                Ok(())
+            }
+            Mode::After if b == b',' => {
+                self.comma_pending = true;
+                let object = self.stack.last().is_some_and(|l| l.object);
+                self.mode = if object { Mode::Key } else { Mode::Value };
+                Ok(())
+            }
+            Mode::After if b == b'}' || b == b']' => self.close(),
+            _ => Err(CondenseError::NotAnObject),
+        }
+    }
+
+    /// Key bytes: written whole, the first `MAX_KEY` kept for matching.
+    fn key_bytes(&mut self, bytes: &[u8]) -> Result<(), CondenseError> {
+        self.whole(bytes)?;
+        let room = MAX_KEY.saturating_sub(self.key.len());
+        if bytes.len() > room {
+            self.key_too_long = true;
+        }
+        self.key.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        Ok(())
+    }
+
+    /// The role of a value at the current position.
+    fn child_role(&self, object: bool) -> Role {
+        let Some(parent) = self.stack.last() else {
+            return Role::Top;
+        };
+        let key = if parent.object && !parent.key_too_long {
+            &parent.key[..]
+        } else {
+            &[][..]
+        };
+        match (parent.role, key) {
+            (Role::Top, b"result") if object => Role::Result,
+            (Role::Top | Role::Outside, _) => Role::Outside,
+            (Role::Result, b"content") if !object => Role::Content,
+            (Role::Result, b"structuredContent") => Role::Structured,
+            (Role::Result, b"_meta") => Role::Meta,
+            (Role::Content, _) if object => Role::Block,
+            (Role::Block, b"resource") if object => Role::Resource,
+            (Role::Structured, _) => Role::Structured,
+            (Role::Meta, _) => Role::Meta,
+            _ => Role::Plain,
+        }
+    }
+
+    /// The JSON Pointer segment of the value that starts now.
+    fn segment(&self) -> Vec<u8> {
+        let Some(parent) = self.stack.last() else {
+            return Vec::new();
+        };
+        let mut segment = Vec::new();
+        segment.push(b'/');
+        if parent.object {
+            if parent.key_too_long || parent.key.iter().any(|&c| c == b'\\' || c >= 0x80) {
+                // Not listed: a pointer must be exact.
+                return Vec::new();
+            }
+            for &c in &parent.key {
+                match c {
+                    b'~' => segment.extend_from_slice(b"~0"),
+                    b'/' => segment.extend_from_slice(b"~1"),
+                    c => segment.push(c),
+                }
+            }
+        } else {
+            let _ = write!(Digits(&mut segment), "{}", parent.index.saturating_sub(1));
+        }
+        segment
+    }
+
+    /// The pointer (relative to `result`) of the value that starts now, or
+    /// empty when one of its keys cannot be listed.
+    pub(super) fn pointer(&self, own: &[u8]) -> Vec<u8> {
+        let Some(result) = self.stack.iter().position(|l| l.role == Role::Result) else {
+            return Vec::new();
+        };
+        let mut pointer = Vec::new();
+        for level in &self.stack[result + 1..] {
+            if level.segment.is_empty() {
+                return Vec::new();
+            }
+            pointer.extend_from_slice(&level.segment);
+        }
+        if own.is_empty() {
+            return Vec::new();
+        }
+        pointer.extend_from_slice(own);
+        pointer
+    }
+
+    fn start_value(&mut self, b: u8) -> Result<(), CondenseError> {
+        let muted = self.muted();
+        // With too little room an array is cut, unless a cut text is long
+        // enough to give room: the element's bytes then shrink it.
+        let cut_here = !muted
+            && self.stack.last().is_some_and(|l| {
+                !l.object
+                    && l.role.cuttable()
+                    && self.room().saturating_sub(SLACK) < ELEMENT_ROOM
+                    && self
+                        .shrinkable(false, SHORT_STRING as usize)
+                        .iter()
+                        .all(|&(_, len)| len < self.budget / STEAL_SHARE)
+            });
+        if let Some(level) = self.stack.last_mut()
+            && !level.object
+        {
+            level.index += 1;
+            if cut_here {
+                level.cut = true;
+            }
+        }
+        let comma = core::mem::take(&mut self.comma_pending);
+        let muted = self.muted();
+        if !muted && let Some(level) = self.stack.last_mut() {
+            level.written += 1;
+            if comma && !level.object {
+                self.whole(b",")?;
+            }
+        }
+        let segment = self.segment();
+        match b {
+            b'{' | b'[' => {
+                let object = b == b'{';
+                let role = self.child_role(object);
+                self.open(object, role, segment)
+            }
+            b'"' => self.start_string(segment),
+            _ => {
+                self.whole(&[b])?;
+                self.mode = Mode::Scalar;
+                Ok(())
+            }
+        }
+    }
+
+    fn open(&mut self, object: bool, role: Role, segment: Vec<u8>) -> Result<(), CondenseError> {
+        let muted = self.muted();
+        let mut level = Level::new(object, role, muted, segment);
+        if !muted {
+            self.whole(if object { b"{" } else { b"[" })?;
+            self.reserve += 1;
+            if role == Role::Block {
+                level.block_start = self.out.len() - 1;
+                self.reserve += REPLACEMENT_ROOM;
+            }
+            if role == Role::Meta
+                && let Some(result) = self.stack.last_mut()
+                && result.role == Role::Result
+                && object
+            {
+                result.has_meta = true;
+            }
+        }
+        self.stack.push(level);
+        self.mode = if object {
+            Mode::KeyFirst
+        } else {
+            Mode::ArrayFirst
+        };
+        Ok(())
+    }
+
+    fn close(&mut self) -> Result<(), CondenseError> {
+        let Some(level) = self.stack.pop() else {
+            return Err(CondenseError::NotAnObject);
+        };
+        self.mode = if self.stack.is_empty() {
+            Mode::Done
+        } else {
+            Mode::After
+        };
+        self.comma_pending = false;
+        if level.muted {
+            return Ok(());
+        }
+        let parent_is_result = self.stack.last().is_some_and(|l| l.role == Role::Result);
+        match level.role {
+            Role::Content if parent_is_result && self.notice_reserved => {
+                self.notice_reserved = false;
+                self.reserve -= self.notice_len;
+                self.notice_slot = Some(self.slot(self.notice_len, level.written > 0));
+            }
+            Role::Meta if parent_is_result && level.object && self.marker_reserved => {
+                self.marker_reserved = false;
+                self.reserve -= MARKER_SLOT;
+                let at = self.slot(MARKER_SLOT, level.written > 0);
+                self.marker_slot = Some((at, 0));
+            }
+            Role::Result => {
+                if self.notice_reserved {
+                    self.notice_reserved = false;
+                    self.reserve -= self.notice_len;
+                }
+                if self.marker_reserved {
+                    self.marker_reserved = false;
+                    self.reserve -= MARKER_SLOT;
+                    let at = self.slot(MARKER_SLOT, level.written > 0);
+                    self.marker_slot = Some((at, 1));
+                }
+                if self.tail_reserved {
+                    self.tail_reserved = false;
+                    self.reserve -= TAIL_ROOM;
+                }
+            }
+            Role::Block => {
+                self.reserve -= REPLACEMENT_ROOM;
+                let depth = self.stack.len();
+                for (spilled, block) in &mut self.spilled {
+                    if *block == Some(depth) {
+                        *block = None;
+                        if let Some(mime) = media_type(&level.block_mime) {
+                            spilled.mime = mime;
+                        }
+                    }
+                }
+                if level.replace {
+                    self.replacing = false;
+                    self.out.truncate(level.block_start);
+                    // Texts kept inside it are gone with it.
+                    for m in &mut self.texts {
+                        if m.start >= level.block_start {
+                            m.dead = true;
+                        }
+                    }
+                    let text = replacement_text(&level, self.budget);
+                    self.out.extend_from_slice(&text);
+                    self.reserve -= 1;
+                    return Ok(());
+                }
+            }
+            _ => {}
+        }
+        if level.cut {
+            let pointer = self.pointer(&level.segment);
+            self.record_as(pointer, level.written, level.index, "items");
+        }
+        self.reserve -= 1;
+        self.out.push(if level.object { b'}' } else { b']' });
+        Ok(())
+    }
+
+    /// Writes `len` bytes of spaces to fill in at the end; returns where.
+    /// `after_member` says whether the slot will need a leading comma.
+    fn slot(&mut self, len: usize, after_member: bool) -> usize {
+        let at = self.out.len();
+        self.out.resize(at + len, b' ');
+        if after_member {
+            self.out[at] = b',';
+        }
+        at
+    }
+}
