@@ -78,11 +78,13 @@ async fn blocked_consumer_never_stops_stdout_reading() {
         },
     )
     .await;
-    assert!(
-        session.metrics().stdout_bytes > 8 * MIB,
-        "the reader took every byte: {:?}",
-        session.metrics()
-    );
+    // The fixture says "wrote" once its last write returned, which can be
+    // before the reader took that write's bytes from the pipe: the reader
+    // must take them all still, with nobody awaiting the call.
+    wait_until(10, "the reader takes every byte", || {
+        session.metrics().stdout_bytes > 8 * MIB
+    })
+    .await;
     let response = within(10, "the parked response", pending.outcome())
         .await
         .expect("the response was kept");
