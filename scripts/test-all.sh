@@ -110,6 +110,12 @@ step "Windows builds under wine, driven from Linux over real pipes"
 step "cargo package: the library crates and the CLI build from their packages"
 # Packs and builds each crate from its .crate alone (the guest and the WIT
 # inside drainpipe-host's), as a registry download or docs.rs would.
+# Cargo keeps what it extracted of a registry package, and what it built
+# from it, by name and version, never looking again: an earlier run's
+# drainpipe-host 0.1.0 would stand in for the one just packed (the CLI then
+# fails to build against an old API). Both go first.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/drainpipe-{framer,host,cli}-[0-9]* \
+    target/debug/.fingerprint/drainpipe-{framer,host,cli}-*
 cargo package --quiet --allow-dirty -p drainpipe-framer -p drainpipe-host -p drainpipe-cli
 
 step "cargo test (optional features: tokio-util codec, rmcp transport)"
