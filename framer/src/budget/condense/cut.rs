@@ -178,9 +178,15 @@ pub(super) fn unit_boundary(s: &[u8], limit: usize) -> usize {
 /// starts there, if that high half plainly starts one, else (rare) at 0.
 fn unit_start_near(s: &[u8], end: usize) -> usize {
     let Some(last) = memchr::memrchr(b'\\', &s[..end]) else {
-        // Only characters: back to the start of the one at `end`.
-        let mut at = end;
-        while at > 0 && at < s.len() && s[at] & 0xC0 == 0x80 {
+        // Only characters: back to the start of the one at `end`; at the
+        // end of `s`, of the last one, which `s` may hold only part of
+        // (the text is written up to a byte limit, not a character).
+        let mut at = if end == s.len() {
+            end.saturating_sub(1)
+        } else {
+            end
+        };
+        while at > 0 && s[at] & 0xC0 == 0x80 {
             at -= 1;
         }
         return at;

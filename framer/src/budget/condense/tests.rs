@@ -3,6 +3,7 @@
 //! against the shared oracle (`testing::condense`).
 
 use super::cut::{unit_boundary, units_within};
+use alloc::string::String;
 use alloc::vec::Vec;
 
 /// The boundary found from a unit start near the limit is the one found
@@ -42,13 +43,18 @@ fn a_boundary_found_near_the_limit_is_the_one_read_from_the_start() {
         for _ in 0..next(24) {
             s.extend_from_slice(TOKENS[next(TOKENS.len())].as_bytes());
         }
-        for limit in 0..=s.len() + 2 {
-            assert_eq!(
-                unit_boundary(&s, limit),
-                units_within(&s, 0, limit),
-                "{:?} at {limit}",
-                core::str::from_utf8(&s)
-            );
+        // Whole, and cut anywhere (as a text written up to a byte limit
+        // is, inside a character too).
+        for end in 0..=s.len() {
+            let s = &s[..end];
+            for limit in 0..=s.len() + 2 {
+                assert_eq!(
+                    unit_boundary(s, limit),
+                    units_within(s, 0, limit),
+                    "{:?} at {limit}",
+                    String::from_utf8_lossy(s)
+                );
+            }
         }
     }
 }
