@@ -1,19 +1,24 @@
 //! The streaming condenser on generated `tools/call` responses, any budget
-//! and any chunking, checked by `drainpipe_framer::testing::condense`'s
-//! oracle.
+//! (in bytes, characters or tokens) and any chunking, checked by
+//! `drainpipe_framer::testing::condense`'s oracle.
 
 use arbitrary::Arbitrary;
-use drainpipe_framer::budget::MIN_CONDENSE_BUDGET;
+use drainpipe_framer::budget::{Clip, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET};
 use drainpipe_framer::testing::Rng;
-use drainpipe_framer::testing::condense::{check_condensed, condense_split, tool_response};
+use drainpipe_framer::testing::condense::{
+    check_condensed, check_ladder, condense_split, tool_response,
+};
 
 /// One fuzz input: the response generator's seed, the budget above the
-/// minimum (in 16-byte steps), and the lengths the line is fed in.
+/// minimum (in 16-byte steps), the lengths the line is fed in, and the
+/// budget's unit (by its remainder of 4: bytes twice, characters, tokens;
+/// characters and tokens with links when the seed is odd).
 #[derive(Arbitrary, Debug)]
 pub struct CondenseInput {
     seed: u64,
     budget: u16,
     lengths: Vec<u16>,
+    unit: u8,
 }
 
 /// Condensed output is valid JSON within the budget, equal to the original
@@ -27,6 +32,19 @@ pub fn check_condense(input: &CondenseInput) {
         .iter()
         .map(|&n| usize::from(n).max(1))
         .collect();
+    if input.unit % 4 >= 2 {
+        // Characters or tokens: the ladder takes the largest rung that
+        // fits, within the amount (see `check_ladder`).
+        let amount = MIN_LINKED_BUDGET + usize::from(input.budget) * 4;
+        let clip = match input.unit % 4 {
+            2 => Clip::chars(amount),
+            _ => Clip::tokens(amount),
+        };
+        if let Err(e) = check_ladder(&line, clip, &lengths, input.seed % 2 == 1) {
+            assert!(e.contains("cannot be cut"), "seed {}, {clip}: {e}", input.seed);
+        }
+        return;
+    }
     match condense_split(&line, budget, &lengths) {
         Ok(outcome) => {
             if let Err(e) = check_condensed(&line, budget, &outcome) {

@@ -20,7 +20,7 @@
 //! | `operations` | [`ops::OpsInput`] | push/finish/reset/stats in any order keep the model's invariants |
 //! | `component_parity` | [`case`] layout | the wasmtime component gives the native framer's events, step by step (feature `component`) |
 //! | `budget` | [`budget::BudgetInput`] | byte counts equal `serde_json`'s; results and clipped responses within budget, valid, honest about truncation; capture counters add up |
-//! | `condense` | [`condense::CondenseInput`] | a condensed response is valid, within budget, the original but for the documented cuts, the same under any chunking |
+//! | `condense` | [`condense::CondenseInput`] | a condensed response is valid, within budget, the original but for the documented cuts, the same under any chunking; in characters and tokens, the largest rung that fits, within the amount |
 //! | `unescape` | [`unescape::UnescapeInput`] | escaped text decodes back to itself in any pieces; any bytes decode within bounds, the same in pieces, as `serde_json` reads them |
 //!
 //! Every property asserts the memory bound after each push.

@@ -1,9 +1,10 @@
 //! The content limit: results that fit a byte budget and say what they left out.
 //!
 //! The transport limit ([`Config::with_max_frame_bytes`](crate::Config::with_max_frame_bytes))
-//! protects the host's memory; this module protects the agent's context. Every
-//! budget here is counted in **bytes on the wire**: the JSON text exactly as
-//! `serde_json` writes it, after escaping, not characters of one string.
+//! protects the host's memory; this module protects the agent's context. A
+//! budget is counted in **bytes on the wire** (the JSON text exactly as
+//! `serde_json` writes it, after escaping), except where a [`Clip`] names
+//! characters or tokens of what a host shows the model ([`Ladder`]).
 //!
 //! - [`ResultBuilder`] (server side): builds a `tools/call` result entry by
 //!   entry until the next one would not fit, cuts a text that is too large
@@ -16,6 +17,9 @@
 //! - [`Condenser`] (host side, on the wire): turns a response of any size,
 //!   fed as it streams, into a valid one within a budget that says what was
 //!   cut, holding at most the budget.
+//! - [`Ladder`] (host side, on the wire): a budget in characters or tokens,
+//!   condensed by one condenser per byte budget and measured at the end
+//!   ([`shown_size`]): the largest result that fits is taken.
 //! - [`Unescaper`] (host side, on the wire): decodes a long string's
 //!   escaped contents, fed as they stream, into UTF-8 text in constant
 //!   memory, so a kept text can be written out as it arrives.
@@ -32,14 +36,16 @@ mod layout;
 mod notice;
 mod result;
 mod unescape;
+mod units;
 mod wire;
 
 pub use capture::{Capture, CaptureReport, CapturedOutput};
 pub use condense::{
-    CondenseError, Condensed, Condenser, Link, Links, MARKER_KEY, MAX_LINKS, MIN_CONDENSE_BUDGET,
-    MIN_LINKED_BUDGET, Spill, SpillKind, Spilled,
+    CondenseError, Condensed, Condenser, LINK_NOTICE, Ladder, Link, Links, MARKER_KEY, MAX_LINKS,
+    MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET, Spill, SpillKind, Spilled,
 };
 pub use config::{BudgetError, Continuation, ResultConfig};
 pub use result::{BudgetedResult, Pushed, ResultBuilder};
 pub use unescape::{UnescapeError, Unescaper};
+pub use units::{Clip, Unit, shown_size, utf16_len};
 pub use wire::{escaped_len, longest_prefix_within, value_wire_len};

@@ -25,7 +25,10 @@ use alloc::vec::Vec;
 use serde_json::{Map, Value, json};
 
 use super::Rng;
-use crate::budget::{Condensed, Condenser, Link, MARKER_KEY, Spill, SpillKind, Spilled};
+use crate::budget::{
+    Clip, Condensed, Condenser, LINK_NOTICE, Ladder, Link, MARKER_KEY, Spill, SpillKind, Spilled,
+    Unit, shown_size, utf16_len,
+};
 
 /// Characters that exercise every escape and UTF-8 width.
 const CHARS: &[char] = &[
@@ -164,6 +167,128 @@ pub fn condense_split(line: &[u8], budget: usize, lengths: &[usize]) -> Result<C
         assert!(condenser.written() <= budget, "wrote past the budget");
     }
     condenser.finish().map_err(|e| e.to_string())
+}
+
+/// The size of `line` in `clip`'s unit, as the host measures it (tokens
+/// counted as bytes of the texts: the testing module has no tokenizer).
+pub fn measure(clip: Clip, line: &[u8]) -> Option<u64> {
+    match clip.unit {
+        Unit::Chars => shown_size(line, &mut utf16_len),
+        Unit::Tokens => shown_size(line, &mut |t: &str| t.len() as u64),
+        _ => Some(line.len() as u64),
+    }
+}
+
+/// Condenses `line` into `clip` with a [`Ladder`] (links on if `linked`),
+/// fed in pieces of the given lengths, and checks it: the result taken is
+/// valid, bounded, honest and spends its rung ([`check_condensed`]), is
+/// within the amount in its unit, and no larger rung's result would have
+/// been (each condensed again alone); with links, every reported value is
+/// the original at its pointer, and each link the result carries points at
+/// the value reported for its pointer.
+pub fn check_ladder(
+    line: &[u8],
+    clip: Clip,
+    lengths: &[usize],
+    linked: bool,
+) -> Result<(), String> {
+    let rungs = clip.rungs();
+    let mut ladder = Ladder::new(&rungs).map_err(|e| e.to_string())?;
+    if linked {
+        ladder = ladder.with_links().map_err(|e| e.to_string())?;
+    }
+    let mut raws: Vec<Vec<u8>> = Vec::new();
+    for piece in pieces(line, lengths) {
+        let fed = ladder.feed_spilling(piece, &mut |event| match event {
+            Spill::Start { .. } => raws.push(Vec::new()),
+            Spill::Raw { bytes, .. } => {
+                if let Some(raw) = raws.last_mut() {
+                    raw.extend_from_slice(bytes);
+                }
+            }
+            Spill::End { .. } => {}
+        });
+        if let Err(e) = fed {
+            return Err(e.to_string());
+        }
+    }
+    let fits = |frame: &[u8]| measure(clip, frame).is_some_and(|n| n <= clip.amount as u64);
+    // What the ladder is told: the frame before its links are filled in,
+    // and the units the link sentence may add.
+    let fits_before = |frame: &[u8], to_come: usize| {
+        measure(clip, frame).is_some_and(|n| n + to_come as u64 <= clip.amount as u64)
+    };
+    let (mut outcome, budget) = ladder
+        .finish_rung(&mut |frame, to_come| fits_before(frame, to_come))
+        .map_err(|e| e.to_string())?;
+    let taken = match &mut outcome {
+        Condensed::Unchanged => {
+            if !fits(line) {
+                return Err("unchanged but not within the amount".into());
+            }
+            None
+        }
+        Condensed::Cut { frame, links, .. } => {
+            if let Some(links) = links {
+                let uris: Vec<String> = (0..raws.len()).map(|n| format!("test://v/{n}")).collect();
+                links.fill(frame, "read it with test://", |value| {
+                    let n = value.value as usize;
+                    Some(Link {
+                        uri: uris.get(n)?,
+                        size: raws[n].len() as u64,
+                    })
+                });
+                let before: Value = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+                for value in links.values() {
+                    let Some(raw) = raws.get(value.value as usize) else {
+                        continue;
+                    };
+                    let at = before["result"].pointer(&value.pointer);
+                    let decoded: Option<String> =
+                        serde_json::from_slice(&[b"\"".as_slice(), raw, b"\""].concat()).ok();
+                    if value.complete
+                        && value.kind == SpillKind::Text
+                        && at.and_then(Value::as_str) != decoded.as_deref()
+                    {
+                        return Err(format!("link {} points at another value", value.pointer));
+                    }
+                }
+            }
+            Some(frame.clone())
+        }
+    };
+    check_condensed(line, budget, &outcome)?;
+    if let Some(frame) = &taken
+        && budget != rungs[0]
+        && !fits(frame)
+    {
+        return Err(format!("the rung of {budget} bytes is over {clip}"));
+    }
+    // No larger rung fits, condensed alone as the ladder did.
+    for &larger in rungs.iter().filter(|&&b| b > budget) {
+        let mut alone = Condenser::new(larger).map_err(|e| e.to_string())?;
+        if linked {
+            alone = alone.with_links().map_err(|e| e.to_string())?;
+        }
+        alone.feed(line).map_err(|e| e.to_string())?;
+        let fitting = match alone.finish().map_err(|e| e.to_string())? {
+            Condensed::Cut { frame, links, .. } => {
+                fits_before(&frame, if links.is_some() { LINK_NOTICE } else { 0 })
+            }
+            Condensed::Unchanged => fits(line),
+        };
+        if fitting {
+            return Err(format!("the larger rung of {larger} bytes fits {clip} too"));
+        }
+    }
+    // The smallest rung is within the amount in any unit.
+    if budget == rungs[0]
+        && let Some(frame) = &taken
+        && !fits(frame)
+    {
+        return Err(format!("the smallest rung is over {clip}"));
+    }
+    Ok(())
 }
 
 /// A value reported for spilling, with the raw bytes reported for it.

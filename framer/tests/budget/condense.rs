@@ -3,13 +3,14 @@
 //! shared oracle (`testing::condense`).
 
 use drainpipe_framer::budget::{
-    CondenseError, Condensed, Condenser, MAX_LINKS, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET,
-    SpillKind,
+    Clip, CondenseError, Condensed, Condenser, Ladder, MAX_LINKS, MIN_CONDENSE_BUDGET,
+    MIN_LINKED_BUDGET, SpillKind,
 };
+use drainpipe_framer::testing;
 use drainpipe_framer::testing::Rng;
 use drainpipe_framer::testing::condense::{
-    SpilledRaw, check_condensed, check_spilled, condense_linked, condense_split, text,
-    tool_response,
+    SpilledRaw, check_condensed, check_ladder, check_spilled, condense_linked, condense_split,
+    text, tool_response,
 };
 use serde_json::{Value, json};
 
@@ -127,6 +128,52 @@ fn property_condensed_results_are_valid_bounded_and_honest() {
                 Err(e) => assert!(e.contains("cannot be cut"), "seed {seed}: {e}"),
             }
         });
+}
+
+#[test]
+fn property_budgets_in_characters_and_tokens_take_the_largest_rung_that_fits() {
+    bolero::check!()
+        .with_type::<(u64, u16, u64, bool, bool)>()
+        .for_each(|&(seed, amount, split, tokens, linked)| {
+            let mut rng = Rng::new(seed);
+            let line = tool_response(&mut rng);
+            let amount = MIN_LINKED_BUDGET + usize::from(amount) * 2;
+            let clip = if tokens {
+                Clip::tokens(amount)
+            } else {
+                Clip::chars(amount)
+            };
+            let mut split_rng = Rng::new(split);
+            let lengths: Vec<usize> = (0..8).map(|_| 1 + split_rng.below(5_000)).collect();
+            if let Err(e) = check_ladder(&line, clip, &lengths, linked)
+                && !e.contains("cannot be cut")
+            {
+                panic!("seed {seed}, {clip}: {e}");
+            }
+        });
+}
+
+#[test]
+fn a_budget_in_characters_keeps_more_bytes_of_wide_text() {
+    // 3 bytes a character: the rung of 3 (or 4) bytes a character is taken.
+    let text = "日本語のテキスト".repeat(20_000);
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+    );
+    let clip = Clip::chars(20_000);
+    check_ladder(line.as_bytes(), clip, &[4096], true).unwrap();
+    let mut ladder = Ladder::new(&clip.rungs()).unwrap();
+    ladder.feed(line.as_bytes()).unwrap();
+    let fits = |frame: &[u8]| testing::condense::measure(clip, frame).unwrap() <= 20_000;
+    let (outcome, budget) = ladder.finish_rung(&mut |f, _| fits(f)).unwrap();
+    assert!(budget >= 40_000, "took the rung of {budget} bytes");
+    let value = frame(&outcome);
+    let kept = value["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        kept.chars().count() > 10_000,
+        "{} characters kept",
+        kept.chars().count()
+    );
 }
 
 /// Condenses with links, checking the output and the spilled values.

@@ -87,6 +87,31 @@ impl Links {
         &self.values
     }
 
+    /// Numbers each value as `reported` (another condenser's links, fed
+    /// the same line) numbered the value at the same pointer, the one whose
+    /// contents were reported; a value `reported` did not report gets a
+    /// number no report has (`u32::MAX`), so it is said to be cut but not
+    /// linked.
+    pub(super) fn renumber(&mut self, reported: Option<&Links>) {
+        for value in &mut self.values {
+            let theirs = reported.and_then(|r| {
+                r.values.iter().find(|v| {
+                    v.kind == value.kind && v.pointer == value.pointer && !v.pointer.is_empty()
+                })
+            });
+            match theirs {
+                Some(theirs) => {
+                    value.value = theirs.value;
+                    value.complete = theirs.complete;
+                }
+                None => {
+                    value.value = u32::MAX;
+                    value.complete = false;
+                }
+            }
+        }
+    }
+
     /// Writes into `frame` (the one it came with) the notice and a
     /// `resource_link` block for each value `link` gives a place for; the
     /// notice then says they are linked, and `how` they are read (e.g.

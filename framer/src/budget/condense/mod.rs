@@ -100,6 +100,7 @@
 //! - `links`: reporting cut values for spilling, and linking them.
 
 mod cut;
+mod ladder;
 mod links;
 mod record;
 mod room;
@@ -108,6 +109,8 @@ mod walk;
 
 #[cfg(test)]
 mod tests;
+
+pub use ladder::Ladder;
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -177,8 +180,9 @@ pub const MAX_LINKS: usize = 8;
 /// Bytes kept back, with links, for one `resource_link` block (a longer
 /// block is not written).
 const LINK_ROOM: usize = 320;
-/// Bytes kept back, with links, for the notice's sentence about them.
-const LINK_NOTICE: usize = 176;
+/// Bytes kept back, with links, for the notice's sentence about them: the
+/// most [`Links::fill`] adds to the notice's text.
+pub const LINK_NOTICE: usize = 176;
 /// Bytes kept back, with links, for the links and their sentence, in the
 /// notice's slot.
 const LINKS_SLOT: usize = LINK_NOTICE + MAX_LINKS * LINK_ROOM;
@@ -214,6 +218,9 @@ pub enum CondenseError {
     NotAnObject,
     /// The input ended before the top-level object closed.
     Incomplete,
+    /// The budget's unit cannot be counted by this build (tokens without
+    /// the host's `tokens` feature).
+    UnitUnavailable,
 }
 
 impl fmt::Display for CondenseError {
@@ -229,6 +236,9 @@ impl fmt::Display for CondenseError {
             ),
             CondenseError::NotAnObject => f.write_str("the response is not a JSON object"),
             CondenseError::Incomplete => f.write_str("the response ended before it was complete"),
+            CondenseError::UnitUnavailable => {
+                f.write_str("this build cannot count tokens (built without the `tokens` feature)")
+            }
         }
     }
 }

@@ -1,0 +1,186 @@
+//! Condensing into a budget in characters or tokens: a [`Ladder`] of byte
+//! budgets, one condenser per rung, fed the same bytes; at the end the
+//! largest rung whose result fits the budget in its unit is taken.
+//!
+//! A condenser plans its cuts in bytes as the response streams past, and
+//! how many bytes a character or a token takes is known only once the text
+//! is read (one for ASCII, three for most CJK, six for a `\uXXXX` escape;
+//! three to five per token of prose or code). So instead of guessing, each
+//! rung condenses into its own byte budget and the results are measured.
+//! The smallest rung is the amount itself, which always fits (no unit is
+//! more than a byte, see [`super::super::units`]); the rungs above it are
+//! at most 1½ times apart, so the one taken keeps at least two thirds of
+//! what an exact plan would.
+//!
+//! Costs: memory is the sum of the rungs (21¼ times the amount for
+//! characters), and every byte of the response is read by each condenser;
+//! [`Clip::rungs`](super::super::Clip::rungs) bounds both.
+//!
+//! Spilling: only one rung reports the values it cuts (the smallest that
+//! can keep links, which cuts the most); the result taken links the values
+//! it cut by their pointers to that rung's numbers.
+
+use alloc::vec::Vec;
+
+use super::{CondenseError, Condensed, Condenser, LINK_NOTICE, Links, MIN_LINKED_BUDGET, Spill};
+
+/// One condenser per byte budget, fed alike (see the module docs).
+#[derive(Debug)]
+pub struct Ladder {
+    /// Smallest budget first.
+    rungs: Vec<Condenser>,
+    /// The rung whose cut values are reported for spilling.
+    spiller: Option<usize>,
+}
+
+impl Ladder {
+    /// A ladder over `budgets` (bytes; sorted and deduplicated here). Every
+    /// budget must be at least [`MIN_CONDENSE_BUDGET`](super::MIN_CONDENSE_BUDGET).
+    pub fn new(budgets: &[usize]) -> Result<Self, CondenseError> {
+        let mut budgets = budgets.to_vec();
+        budgets.sort_unstable();
+        budgets.dedup();
+        if budgets.is_empty() {
+            return Err(CondenseError::BudgetTooSmall { budget: 0 });
+        }
+        let rungs = budgets
+            .into_iter()
+            .map(Condenser::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Ladder {
+            rungs,
+            spiller: None,
+        })
+    }
+
+    /// Keeps room for links on every rung that can hold them; the smallest
+    /// of those reports its cut values ([`Ladder::feed_spilling`]). Needs
+    /// one rung of at least [`MIN_LINKED_BUDGET`].
+    pub fn with_links(mut self) -> Result<Self, CondenseError> {
+        let Some(first) = self
+            .rungs
+            .iter()
+            .position(|c| c.budget >= MIN_LINKED_BUDGET)
+        else {
+            return Err(CondenseError::BudgetTooSmall {
+                budget: self.rungs.last().map_or(0, |c| c.budget),
+            });
+        };
+        let rungs = core::mem::take(&mut self.rungs);
+        self.rungs = rungs
+            .into_iter()
+            .map(|c| {
+                if c.budget >= MIN_LINKED_BUDGET {
+                    c.with_links()
+                } else {
+                    Ok(c)
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.spiller = Some(first);
+        Ok(self)
+    }
+
+    /// The byte budgets, smallest first.
+    pub fn budgets(&self) -> impl Iterator<Item = usize> + '_ {
+        self.rungs.iter().map(|c| c.budget)
+    }
+
+    /// Feeds the next piece of the line to every rung.
+    pub fn feed(&mut self, bytes: &[u8]) -> Result<(), CondenseError> {
+        self.feed_spilling(bytes, &mut |_| {})
+    }
+
+    /// Feeds the next piece of the line to every rung; the spilling rung
+    /// reports its cut values to `spill`. Fails only when every rung has.
+    pub fn feed_spilling(
+        &mut self,
+        bytes: &[u8],
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Result<(), CondenseError> {
+        let mut last = Ok(());
+        let mut any = false;
+        for (k, rung) in self.rungs.iter_mut().enumerate() {
+            let fed = if Some(k) == self.spiller {
+                rung.feed_spilling(bytes, spill)
+            } else {
+                rung.feed(bytes)
+            };
+            any |= fed.is_ok();
+            if fed.is_err() {
+                last = fed;
+            }
+        }
+        if any { Ok(()) } else { last }
+    }
+
+    /// Ends the line: the result of the largest rung for which `fits` says
+    /// yes, else the smallest rung's, which is within the amount in any
+    /// unit. [`Condensed::Unchanged`] when the chosen rung cut nothing.
+    ///
+    /// `fits` is given the whole response line (condensed or not) and a
+    /// number of units still to come: a linked result's notice gains a
+    /// sentence when its links are filled in ([`Links::fill`]), of at most
+    /// that many bytes, so at most that many characters or tokens.
+    pub fn finish(
+        self,
+        fits: &mut dyn FnMut(&[u8], usize) -> bool,
+    ) -> Result<Condensed, CondenseError> {
+        self.finish_rung(fits).map(|(outcome, _)| outcome)
+    }
+
+    /// [`Ladder::finish`], with the byte budget of the rung taken.
+    pub fn finish_rung(
+        self,
+        fits: &mut dyn FnMut(&[u8], usize) -> bool,
+    ) -> Result<(Condensed, usize), CondenseError> {
+        let budgets: Vec<usize> = self.budgets().collect();
+        let spiller = self.spiller;
+        let mut outcomes: Vec<Result<Condensed, CondenseError>> = Vec::new();
+        let mut whole: Vec<Option<Vec<u8>>> = Vec::new();
+        for rung in self.rungs {
+            // A rung that cut nothing holds the line (whitespace dropped).
+            whole.push((rung.cut_count == 0 && rung.error.is_none()).then(|| rung.whole_line()));
+            outcomes.push(rung.finish());
+        }
+        let spilled: Option<Links> = spiller.and_then(|k| match &outcomes[k] {
+            Ok(Condensed::Cut { links, .. }) => links.clone(),
+            _ => None,
+        });
+        let chosen = (1..outcomes.len())
+            .rev()
+            .find(|&k| match (&outcomes[k], &whole[k]) {
+                (Ok(Condensed::Unchanged), Some(line)) => fits(line, 0),
+                (Ok(Condensed::Cut { frame, links, .. }), _) => {
+                    fits(frame, if links.is_some() { LINK_NOTICE } else { 0 })
+                }
+                _ => false,
+            })
+            .unwrap_or(0);
+        let mut outcome = outcomes.swap_remove(chosen);
+        if Some(chosen) != spiller
+            && let Ok(Condensed::Cut {
+                links: Some(links), ..
+            }) = &mut outcome
+        {
+            links.renumber(spilled.as_ref());
+        }
+        outcome.map(|outcome| (outcome, budgets[chosen]))
+    }
+}
+
+impl Condenser {
+    /// What a condenser that cut nothing wrote: the line, whitespace
+    /// dropped, with the slots it kept for the notice and the marker left
+    /// as spaces (a slot's leading comma too).
+    fn whole_line(&self) -> Vec<u8> {
+        let mut line = self.out.clone();
+        let slots = [self.notice_slot, self.marker_slot.map(|(at, _)| at)];
+        for at in slots.into_iter().flatten() {
+            if let Some(first) = line.get_mut(at) {
+                *first = b' ';
+            }
+        }
+        line
+    }
+}
