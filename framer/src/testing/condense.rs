@@ -193,7 +193,7 @@ pub fn check_ladder(
     linked: bool,
 ) -> Result<(), String> {
     let rungs = clip.rungs();
-    let mut ladder = Ladder::new(&rungs).map_err(|e| e.to_string())?;
+    let mut ladder = Ladder::for_clip(clip).map_err(|e| e.to_string())?;
     if linked {
         ladder = ladder.with_links().map_err(|e| e.to_string())?;
     }
@@ -266,7 +266,9 @@ pub fn check_ladder(
     }
     // No larger rung fits, condensed alone as the ladder did.
     for &larger in rungs.iter().filter(|&&b| b > budget) {
-        let mut alone = Condenser::new(larger).map_err(|e| e.to_string())?;
+        let mut alone = Condenser::new(larger)
+            .map_err(|e| e.to_string())?
+            .stating(clip);
         if linked {
             alone = alone.with_links().map_err(|e| e.to_string())?;
         }

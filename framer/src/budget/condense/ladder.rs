@@ -22,6 +22,8 @@
 
 use alloc::vec::Vec;
 
+use crate::budget::{Clip, Unit};
+
 use super::{CondenseError, Condensed, Condenser, LINK_NOTICE, Links, MIN_LINKED_BUDGET, Spill};
 
 /// One condenser per byte budget, fed alike (see the module docs).
@@ -51,6 +53,15 @@ impl Ladder {
             rungs,
             spiller: None,
         })
+    }
+
+    /// A ladder over `clip`'s rungs ([`Clip::rungs`]) whose notices name
+    /// the budget as `clip` does (`a budget of 50000 characters`).
+    pub fn for_clip(clip: Clip) -> Result<Self, CondenseError> {
+        let mut ladder = Ladder::new(&clip.rungs())?;
+        let rungs = core::mem::take(&mut ladder.rungs);
+        ladder.rungs = rungs.into_iter().map(|r| r.stating(clip)).collect();
+        Ok(ladder)
     }
 
     /// Keeps room for links on every rung that can hold them; the smallest
@@ -170,6 +181,14 @@ impl Ladder {
 }
 
 impl Condenser {
+    /// Names `clip` in the notice as the budget, when it is not in bytes.
+    pub(crate) fn stating(mut self, clip: Clip) -> Self {
+        if clip.unit != Unit::Bytes {
+            self.stated = Some(clip);
+        }
+        self
+    }
+
     /// What a condenser that cut nothing wrote: the line, whitespace
     /// dropped, with the slots it kept for the notice and the marker left
     /// as spaces (a slot's leading comma too).

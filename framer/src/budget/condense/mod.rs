@@ -412,6 +412,9 @@ pub struct Condenser {
     /// Where the notice (and with links, the link room) starts, and its
     /// length.
     notice_len: usize,
+    /// The budget the notice names, when it is not this byte budget (a
+    /// [`Ladder`]'s rung names the budget in characters or tokens).
+    stated: Option<super::Clip>,
 }
 
 impl Condenser {
@@ -447,6 +450,7 @@ impl Condenser {
             linking: false,
             spilled: Vec::new(),
             notice_len: NOTICE_SLOT,
+            stated: None,
         })
     }
 

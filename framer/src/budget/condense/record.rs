@@ -15,6 +15,8 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 
 use super::walk::Level;
+use crate::budget::Unit;
+
 use super::{
     Condenser, Digits, Links, MARKER_KEY, MARKER_SLOT, MAX_LISTED_CUTS, NOTICE_SLOT,
     REPLACEMENT_ROOM,
@@ -93,13 +95,27 @@ impl Condenser {
         let at = self.notice_slot?;
         let comma = self.out[at] == b',';
         let mut body = Vec::with_capacity(NOTICE_SLOT);
-        let _ = write!(
-            Digits(&mut body),
-            "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} (it was {} bytes): {} value(s) cut, each keeping its beginning",
-            self.budget,
-            self.fed,
-            self.cut_count
-        );
+        let _ = match self.stated {
+            Some(clip) => write!(
+                Digits(&mut body),
+                "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} {} (it was {} bytes): {} value(s) cut, each keeping its beginning",
+                clip.amount,
+                match clip.unit {
+                    Unit::Tokens => "tokens",
+                    Unit::Chars => "characters",
+                    _ => "bytes",
+                },
+                self.fed,
+                self.cut_count
+            ),
+            None => write!(
+                Digits(&mut body),
+                "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} (it was {} bytes): {} value(s) cut, each keeping its beginning",
+                self.budget,
+                self.fed,
+                self.cut_count
+            ),
+        };
         for (n, cut) in self.cuts.iter().enumerate() {
             let mut item = Vec::new();
             let _ = write!(
