@@ -10,8 +10,14 @@
 //! read. Which lines are `tools/call` results is known only when they end
 //! (the TypeScript SDK writes `id` last), so the outcome waits, keyed by the
 //! line's offset, for the framer's event for that line.
+//!
+//! A budget in characters or tokens ([`Clip`]) is condensed by a
+//! [`Ladder`] of byte budgets and measured here ([`fits`]): characters with
+//! the framer's count, tokens with `o200k_base` (feature `tokens`).
 
-use drainpipe_framer::budget::{CondenseError, Condensed, Condenser, MIN_LINKED_BUDGET};
+use drainpipe_framer::budget::{
+    Clip, CondenseError, Condensed, Ladder, MIN_LINKED_BUDGET, Unit, shown_size, utf16_len,
+};
 
 use crate::proxy::spill::{LineSpill, SpillStore};
 
@@ -31,15 +37,15 @@ pub(crate) type Tapped = (Result<Condensed, CondenseError>, Option<LineSpill>);
 /// The line that crosses reads, for condensing (see the module docs).
 #[derive(Debug)]
 pub(crate) struct LineTap {
-    /// The content budget, in bytes on the wire.
-    budget: usize,
+    /// The content budget.
+    clip: Clip,
     /// Stream offset of the current line's first byte.
     line_start: u64,
-    /// The current line's bytes while it is under the budget. Never more
-    /// than the budget: past it the condenser has them.
+    /// The current line's bytes while it surely fits the budget. Never
+    /// more than its amount: past it the condensers have them.
     held: Vec<u8>,
-    /// The current line's condenser, once it passed the budget.
-    condenser: Option<Condenser>,
+    /// The current line's condensers, once it passed the amount.
+    condenser: Option<Ladder>,
     /// Where the values the condenser cuts are kept, if anywhere; and
     /// those of the current line.
     spill: Option<(SpillStore, SpillWanted)>,
@@ -53,9 +59,9 @@ pub(crate) struct LineTap {
 
 impl LineTap {
     /// A tap from the start of the stream.
-    pub(crate) fn new(budget: usize) -> Self {
+    pub(crate) fn new(clip: Clip) -> Self {
         LineTap {
-            budget,
+            clip,
             line_start: 0,
             held: Vec::new(),
             condenser: None,
@@ -75,11 +81,11 @@ impl LineTap {
 
     /// A tap that starts at stream offset `at`, possibly inside a line:
     /// that line is not tapped.
-    pub(crate) fn starting_at(budget: usize, at: u64) -> Self {
+    pub(crate) fn starting_at(clip: Clip, at: u64) -> Self {
         LineTap {
             line_start: at,
             resyncing: at > 0,
-            ..LineTap::new(budget)
+            ..LineTap::new(clip)
         }
     }
 
@@ -97,10 +103,11 @@ impl LineTap {
             self.extend(&chunk[..first]);
         }
         let line_spill = self.line_spill.take();
+        let clip = self.clip;
         self.finished = self
             .condenser
             .take()
-            .map(|condenser| (self.line_start, (condenser.finish(), line_spill)));
+            .map(|ladder| (self.line_start, (finish(ladder, clip), line_spill)));
         self.held.clear();
         let last = memchr::memrchr(b'\n', chunk).unwrap_or(first);
         self.line_start = at + last as u64 + 1;
@@ -116,7 +123,7 @@ impl LineTap {
             feed(condenser, bytes, self.line_spill.as_mut());
             return;
         }
-        if self.held.len() + bytes.len() <= self.budget {
+        if self.clip.surely_fits(self.held.len() + bytes.len()) {
             self.held.extend_from_slice(bytes);
             return;
         }
@@ -128,7 +135,7 @@ impl LineTap {
             .as_ref()
             .filter(|(_, wanted)| (wanted.0)())
             .map(|(store, _)| store);
-        if let Ok((mut condenser, mut line_spill)) = condenser(self.budget, store) {
+        if let Ok((mut condenser, mut line_spill)) = condenser(self.clip, store) {
             feed(&mut condenser, &self.held, line_spill.as_mut());
             feed(&mut condenser, bytes, line_spill.as_mut());
             self.condenser = Some(condenser);
@@ -152,23 +159,64 @@ impl LineTap {
     }
 }
 
-/// A condenser for `budget`, with links and a line spill when there is a
-/// store and the budget has room for links.
+/// The condensers for `clip`, with links and a line spill when there is a
+/// store and a rung has room for links.
 fn condenser(
-    budget: usize,
+    clip: Clip,
     store: Option<&SpillStore>,
-) -> Result<(Condenser, Option<LineSpill>), CondenseError> {
-    let condenser = Condenser::new(budget)?;
+) -> Result<(Ladder, Option<LineSpill>), CondenseError> {
+    check(clip)?;
+    let ladder = Ladder::for_clip(clip)?;
     match store {
-        Some(store) if budget >= MIN_LINKED_BUDGET => {
-            Ok((condenser.with_links()?, Some(LineSpill::new(store.clone()))))
+        Some(store) if ladder.budgets().any(|b| b >= MIN_LINKED_BUDGET) => {
+            Ok((ladder.with_links()?, Some(LineSpill::new(store.clone()))))
         }
-        _ => Ok((condenser, None)),
+        _ => Ok((ladder, None)),
+    }
+}
+
+/// Whether this build can count in `clip`'s unit: an error for tokens
+/// without the `tokens` feature.
+pub(crate) fn check(clip: Clip) -> Result<(), CondenseError> {
+    if clip.unit == Unit::Tokens && !cfg!(feature = "tokens") {
+        return Err(CondenseError::UnitUnavailable);
+    }
+    Ok(())
+}
+
+/// The largest rung that fits `clip`.
+fn finish(ladder: Ladder, clip: Clip) -> Result<Condensed, CondenseError> {
+    ladder.finish(&mut |line, to_come| fits(clip, line, to_come))
+}
+
+/// Whether the response `line` is within `clip` with `to_come` units more
+/// (see [`drainpipe_framer::budget::shown_size`] for what is counted).
+fn fits(clip: Clip, line: &[u8], to_come: usize) -> bool {
+    let size = match clip.unit {
+        Unit::Bytes => Some(line.len() as u64),
+        Unit::Chars => shown_size(line, &mut utf16_len),
+        Unit::Tokens => shown_size(line, &mut count_tokens),
+        _ => None,
+    };
+    size.is_some_and(|size| size + to_come as u64 <= clip.amount as u64)
+}
+
+/// Tokens of `text` by `o200k_base`, the vocabulary of OpenAI's current
+/// models, built into the binary. Without the `tokens` feature, its bytes
+/// (never fewer than its tokens).
+pub(crate) fn count_tokens(text: &str) -> u64 {
+    #[cfg(feature = "tokens")]
+    {
+        bpe_openai::o200k_base().count(text) as u64
+    }
+    #[cfg(not(feature = "tokens"))]
+    {
+        text.len() as u64
     }
 }
 
 /// Feeds `bytes`, reporting cut values to `line_spill`.
-fn feed(condenser: &mut Condenser, bytes: &[u8], line_spill: Option<&mut LineSpill>) {
+fn feed(condenser: &mut Ladder, bytes: &[u8], line_spill: Option<&mut LineSpill>) {
     // An error stays in the condenser; `finish` reports it.
     match line_spill {
         Some(line_spill) => {
@@ -182,22 +230,22 @@ fn feed(condenser: &mut Condenser, bytes: &[u8], line_spill: Option<&mut LineSpi
 }
 
 /// Condenses a whole frame (without its newline).
-pub(crate) fn condense_frame(frame: &[u8], budget: usize) -> Result<Condensed, CondenseError> {
-    condense_frame_spilling(frame, budget, None).0
+pub(crate) fn condense_frame(frame: &[u8], clip: Clip) -> Result<Condensed, CondenseError> {
+    condense_frame_spilling(frame, clip, None).0
 }
 
 /// Condenses a whole frame, keeping what it cuts in `store`.
 pub(crate) fn condense_frame_spilling(
     frame: &[u8],
-    budget: usize,
+    clip: Clip,
     store: Option<&SpillStore>,
 ) -> Tapped {
-    let (mut condenser, mut line_spill) = match condenser(budget, store) {
+    let (mut condenser, mut line_spill) = match condenser(clip, store) {
         Ok(made) => made,
         Err(error) => return (Err(error), None),
     };
     feed(&mut condenser, frame, line_spill.as_mut());
-    (condenser.finish(), line_spill)
+    (finish(condenser, clip), line_spill)
 }
 
 #[cfg(test)]
@@ -212,7 +260,7 @@ mod tests {
         );
         let stream = format!("{{\"a\":1}}\n{line}\n{{\"b\":2}}\n");
         let start = stream.find(&line).unwrap() as u64;
-        let mut tap = LineTap::new(8 << 10);
+        let mut tap = LineTap::new(Clip::bytes(8 << 10));
         let mut at = 0u64;
         let mut found = None;
         for chunk in stream.as_bytes().chunks(4096) {

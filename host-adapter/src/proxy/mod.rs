@@ -19,7 +19,7 @@
 //! room. An oversize or malformed message is never forwarded; when its id is
 //! known, whoever waits for it gets a JSON-RPC error instead of a hang.
 //!
-//! With `clip_bytes`, a `tools/call` result over the content budget is
+//! With `clip`, a `tools/call` result over the content budget is
 //! condensed as it streams; with `spill` too, the full value of what was
 //! cut is kept in the spill store (`proxy/spill/`) and linked from the result, and the
 //! proxy answers `resources/read` for those links and the `drainpipe_read`
@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use drainpipe_framer::Config as FramerConfig;
-use drainpipe_framer::budget::MIN_LINKED_BUDGET;
+use drainpipe_framer::budget::{Clip, MIN_LINKED_BUDGET};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 use tokio::sync::mpsc;
@@ -72,13 +72,14 @@ pub struct ProxyConfig {
     /// the transport limit in bytes on the wire. Protects the proxy's and the
     /// host's **memory**: no longer message is buffered or forwarded.
     pub framer: FramerConfig,
-    /// The content budget of `tools/call` results, in bytes on the wire of the
-    /// whole response; `None` to forward results as they are. Protects the
-    /// agent's **context**: a larger result is clipped with the truncation
-    /// contract (`structuredContent.truncated`, a summary), or answered with
-    /// an error if it cannot be.
-    pub clip_bytes: Option<usize>,
-    /// With `clip_bytes`: keep the full value of everything condensing cut
+    /// The content budget of `tools/call` results: bytes on the wire of the
+    /// whole response, or characters or tokens of what the host shows the
+    /// model ([`Clip`]); `None` to forward results as they are. Protects the
+    /// agent's **context**: a larger result is condensed on the wire (what
+    /// was cut said in the result), or answered with an error if it cannot
+    /// be.
+    pub clip: Option<Clip>,
+    /// With `clip`: keep the full value of everything condensing cut
     /// in a private spill store, link it from the result (`resource_link`)
     /// and answer `resources/read` and the added `drainpipe_read` tool for
     /// it. `None` to keep nothing (the cut values are then gone).
@@ -112,7 +113,7 @@ impl Default for ProxyConfig {
     fn default() -> Self {
         ProxyConfig {
             framer: FramerConfig::default(),
-            clip_bytes: None,
+            clip: None,
             spill: Some(SpillConfig::default()),
             sandbox: false,
             queue_bytes: 1 << 20,
@@ -199,8 +200,8 @@ pub async fn run(
     let (to_host, to_host_rx) = queue::queue(config.queue_bytes);
     let (server_replies, server_replies_rx) = mpsc::channel(config.reply_queue.max(1));
     let (host_replies, host_replies_rx) = mpsc::channel(config.reply_queue.max(1));
-    let store = match (config.clip_bytes, config.spill) {
-        (Some(clip), Some(_)) if clip < MIN_LINKED_BUDGET => {
+    let store = match (config.clip, config.spill) {
+        (Some(clip), Some(_)) if clip.rungs().iter().all(|&b| b < MIN_LINKED_BUDGET) => {
             sink.line(&format!(
                 "a content budget under {MIN_LINKED_BUDGET} bytes has no room for links: what --clip cuts is not kept"
             ));

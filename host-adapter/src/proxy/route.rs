@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use drainpipe_framer::budget::{CondenseError, Condensed};
+use drainpipe_framer::budget::{Clip, CondenseError, Condensed, Unit};
 use drainpipe_framer::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
 use drainpipe_framer::{Envelope, Event, Id, JsonError, JsonErrorKind};
 use tokio_util::sync::CancellationToken;
@@ -284,20 +284,18 @@ impl Router {
             }
         };
         // Results over the content budget are condensed as they stream.
-        let tap = match (self.direction, self.config.clip_bytes) {
-            (Direction::ServerToHost, Some(budget)) => {
-                Some(
-                    LineTap::new(budget).with_spill(self.spill.as_ref().map(|s| {
-                        // A line is spilled only while it may be a tool's
-                        // result the host can follow a link from.
-                        let (links, in_flight) = (s.links.clone(), self.in_flight.clone());
-                        let wanted = SpillWanted(Box::new(move || {
-                            links.load(Ordering::Relaxed)
-                                && in_flight.lock().expect("in flight").has_tool_call()
-                        }));
-                        (s.store.clone(), wanted)
-                    })),
-                )
+        let tap = match (self.direction, self.config.clip) {
+            (Direction::ServerToHost, Some(clip)) => {
+                Some(LineTap::new(clip).with_spill(self.spill.as_ref().map(|s| {
+                    // A line is spilled only while it may be a tool's
+                    // result the host can follow a link from.
+                    let (links, in_flight) = (s.links.clone(), self.in_flight.clone());
+                    let wanted = SpillWanted(Box::new(move || {
+                        links.load(Ordering::Relaxed)
+                            && in_flight.lock().expect("in flight").has_tool_call()
+                    }));
+                    (s.store.clone(), wanted)
+                })))
             }
             _ => None,
         };
@@ -543,18 +541,18 @@ impl Router {
                 if envelope.has_result
                     && self
                         .config
-                        .clip_bytes
-                        .is_some_and(|budget| bytes.len() > budget)
+                        .clip
+                        .is_some_and(|clip| !clip.surely_fits(bytes.len()))
                     && self.is_tool_call(&id) =>
             {
-                let budget = self.config.clip_bytes.unwrap_or_default();
+                let Some(clip) = self.config.clip else { return };
                 let store = self
                     .spill
                     .as_ref()
                     .filter(|s| s.links.load(Ordering::Relaxed))
                     .map(|s| &s.store);
                 let (outcome, spilled) =
-                    tapped.unwrap_or_else(|| condense_frame_spilling(bytes, budget, store));
+                    tapped.unwrap_or_else(|| condense_frame_spilling(bytes, clip, store));
                 let mut line = Vec::with_capacity(bytes.len() + 1);
                 line.extend_from_slice(bytes);
                 line.push(b'\n');
@@ -666,7 +664,8 @@ impl Router {
             );
             return;
         }
-        let budget = self.config.clip_bytes.unwrap_or_default();
+        // A page in bytes within the amount is within it in any unit.
+        let budget = self.config.clip.map_or(0, |clip| clip.amount);
         tokio::spawn(async move {
             let Ok(_permit) = spill.reads.clone().acquire_owned().await else {
                 return;
@@ -708,7 +707,9 @@ impl Router {
             Some((host_id, _)) => host_id,
             None => id,
         };
-        let budget = self.config.clip_bytes.unwrap_or_default();
+        let Some(clip) = self.config.clip else {
+            return false;
+        };
         let shown = String::from_utf8_lossy(&id).into_owned();
         let line = match (outcome, original) {
             (
@@ -740,7 +741,7 @@ impl Router {
                     }
                 }
                 self.sink.line(&format!(
-                    "condensed the result for id {shown} from {original_bytes} to {} bytes ({cuts} value(s) cut; content budget {budget})",
+                    "condensed the result for id {shown} from {original_bytes} to {} bytes ({cuts} value(s) cut; content budget {clip})",
                     frame.len()
                 ));
                 frame.push(b'\n');
@@ -754,10 +755,15 @@ impl Router {
                     _ => "the result is over the transport limit".into(),
                 };
                 let message = format!(
-                    "the result is over the content budget of {budget} bytes and could not be condensed: {why}"
+                    "the result is over the content budget of {clip} and could not be condensed: {why}"
                 );
                 self.sink.line(&format!("{message} (id {shown})"));
-                sized_error_line(&id, OVER_BUDGET, &message, &[("limitBytes", budget as u64)])
+                sized_error_line(
+                    &id,
+                    OVER_BUDGET,
+                    &message,
+                    &[(limit_key(clip), clip.amount as u64)],
+                )
             }
         };
         self.forward_line(&line[..line.len() - 1]);
@@ -907,11 +913,15 @@ impl Router {
         // The limit that was passed, for `data.drainpipe`.
         let limit = match code {
             TOO_LARGE => Some(self.config.framer.max_frame_bytes() as u64),
-            OVER_BUDGET => self.config.clip_bytes.map(|budget| budget as u64),
+            OVER_BUDGET => self.config.clip.map(|clip| clip.amount as u64),
             _ => None,
         };
+        let key = match (code, self.config.clip) {
+            (OVER_BUDGET, Some(clip)) => limit_key(clip),
+            _ => "limitBytes",
+        };
         let sizes: &[(&str, u64)] = match &limit {
-            Some(limit) => &[("limitBytes", *limit)],
+            Some(limit) => &[(key, *limit)],
             None => &[],
         };
         let sent = queue
@@ -983,6 +993,15 @@ impl Route for ProxyRoute<'_> {
 /// The id as the JSON token it was written as.
 pub(crate) fn id_token(id: &OwnedId) -> Vec<u8> {
     id.as_id().to_json()
+}
+
+/// The member of `data.drainpipe` that gives a content budget, by its unit.
+fn limit_key(clip: Clip) -> &'static str {
+    match clip.unit {
+        Unit::Chars => "limitChars",
+        Unit::Tokens => "limitTokens",
+        _ => "limitBytes",
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use drainpipe_framer::Config as FramerConfig;
+use drainpipe_framer::budget::{Clip, Unit};
 
 use super::CaptureLimits;
 #[cfg(doc)]
@@ -159,6 +160,10 @@ pub struct CallOptions {
     /// result over the transport limit is [`CallError::TooLarge`](super::CallError::TooLarge).
     /// At least [`MIN_CONDENSE_BUDGET`](drainpipe_framer::budget::MIN_CONDENSE_BUDGET).
     pub condense_to: Option<usize>,
+    /// The unit `condense_to` counts in: bytes of the whole response (the
+    /// default), or characters or tokens of what a host shows the model
+    /// (see [`drainpipe_framer::budget::Clip`]).
+    pub condense_unit: Unit,
 }
 
 impl CallOptions {
@@ -166,7 +171,7 @@ impl CallOptions {
     pub fn timeout(timeout: Duration) -> Self {
         CallOptions {
             timeout: Some(timeout),
-            condense_to: None,
+            ..CallOptions::default()
         }
     }
 
@@ -174,6 +179,22 @@ impl CallOptions {
     /// [`CallOptions::condense_to`]).
     pub fn condensed_to(mut self, budget_bytes: usize) -> Self {
         self.condense_to = Some(budget_bytes);
+        self.condense_unit = Unit::Bytes;
         self
+    }
+
+    /// These options with the result condensed to `clip`, in its unit.
+    pub fn condensed_within(mut self, clip: Clip) -> Self {
+        self.condense_to = Some(clip.amount);
+        self.condense_unit = clip.unit;
+        self
+    }
+
+    /// The content budget asked for, if any.
+    pub fn clip(&self) -> Option<Clip> {
+        self.condense_to.map(|amount| Clip {
+            amount,
+            unit: self.condense_unit,
+        })
     }
 }

@@ -419,7 +419,7 @@ impl Session {
                     },
                 });
             }
-            pending.insert(id.0, options.condense_to)
+            pending.insert(id.0, options.clip())
         };
         let mut call = PendingCall {
             id,
@@ -428,7 +428,7 @@ impl Session {
             deadline,
             timeout,
             cancel_on_timeout: config.cancel_on_timeout,
-            condense_to: options.condense_to,
+            condense_to: options.clip(),
             shared: shared.clone(),
         };
         // If the session was lost between the check above and the insert, the

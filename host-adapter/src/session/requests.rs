@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use drainpipe_framer::JsonError;
+use drainpipe_framer::budget::Clip;
 use serde::Deserialize;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -167,7 +168,7 @@ pub(crate) struct PendingMap(InFlight<u64, Slot>);
 #[derive(Debug)]
 pub(crate) struct Slot {
     tx: oneshot::Sender<Delivery>,
-    condense: Option<usize>,
+    condense: Option<Clip>,
 }
 
 impl Default for PendingMap {
@@ -187,7 +188,7 @@ impl PendingMap {
     pub(crate) fn insert(
         &mut self,
         id: u64,
-        condense: Option<usize>,
+        condense: Option<Clip>,
     ) -> oneshot::Receiver<Delivery> {
         let (tx, rx) = oneshot::channel();
         self.0.insert(id, Slot { tx, condense });
@@ -195,13 +196,17 @@ impl PendingMap {
     }
 
     /// The content budget `id` asked for, if it is pending and asked.
-    pub(crate) fn condense_budget(&self, id: u64) -> Option<usize> {
+    pub(crate) fn condense_budget(&self, id: u64) -> Option<Clip> {
         self.0.get(&id).and_then(|slot| slot.condense)
     }
 
-    /// The largest content budget among the pending calls.
-    pub(crate) fn largest_condense_budget(&self) -> Option<usize> {
-        self.0.values().filter_map(|slot| slot.condense).max()
+    /// The largest content budget among the pending calls (by its amount;
+    /// a call with another budget condenses the tapped result again).
+    pub(crate) fn largest_condense_budget(&self) -> Option<Clip> {
+        self.0
+            .values()
+            .filter_map(|slot| slot.condense)
+            .max_by_key(|clip| clip.amount)
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -291,7 +296,7 @@ pub struct PendingCall {
     pub(crate) timeout: Duration,
     pub(crate) cancel_on_timeout: bool,
     /// The content budget of the result, if condensing was asked for.
-    pub(crate) condense_to: Option<usize>,
+    pub(crate) condense_to: Option<Clip>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -346,7 +351,7 @@ impl PendingCall {
             Ok(Ok(bytes)) => {
                 // Condensed here, in the caller's task, never in the reader.
                 let bytes = match self.condense_to {
-                    Some(budget) if bytes.len() > budget => condense(bytes, budget)?,
+                    Some(clip) if !clip.surely_fits(bytes.len()) => condense(bytes, clip)?,
                     _ => bytes,
                 };
                 parse_response(self.id, bytes)
@@ -383,10 +388,10 @@ struct WireError {
     data: Option<serde_json::Value>,
 }
 
-/// `bytes`, a response over `budget`, condensed into it.
-fn condense(bytes: Vec<u8>, budget: usize) -> Result<Vec<u8>, CallError> {
+/// `bytes`, a response that may be over `clip`, condensed into it.
+fn condense(bytes: Vec<u8>, clip: Clip) -> Result<Vec<u8>, CallError> {
     use drainpipe_framer::budget::Condensed;
-    match crate::condense::condense_frame(&bytes, budget) {
+    match crate::condense::condense_frame(&bytes, clip) {
         Ok(Condensed::Cut { frame, .. }) => Ok(frame),
         Ok(_) => Ok(bytes),
         Err(error) => Err(CallError::Uncondensable {

@@ -379,10 +379,15 @@ impl LineSpill {
     ) -> (usize, Vec<String>) {
         self.flush();
         let mut problems = Vec::new();
-        // The final state of each value's file.
+        // Each value's file (by its number, which need not be its place:
+        // see `Links::renumber`) and the file's final state.
+        let files: Vec<Option<u64>> = links
+            .values()
+            .iter()
+            .map(|value| self.files.get(value.value as usize).copied())
+            .collect();
         let mut done: Vec<Option<u64>> = Vec::new();
-        for value in links.values() {
-            let file = self.files.get(value.value as usize).copied();
+        for (value, &file) in links.values().iter().zip(&files) {
             let state = match (file, value.complete) {
                 (Some(file), true) => self.store.wait(file),
                 _ => None,
@@ -410,10 +415,9 @@ impl LineSpill {
                 if target[earlier] == earlier
                     && let (Some(a), Some(b)) = (done[earlier], done[later])
                     && a == b
-                    && same_contents(
-                        &self.store.shared.path(self.files[earlier]),
-                        &self.store.shared.path(self.files[later]),
-                    )
+                    && let (Some(fa), Some(fb)) = (files[earlier], files[later])
+                    && (fa == fb
+                        || same_contents(&self.store.shared.path(fa), &self.store.shared.path(fb)))
                 {
                     target[later] = earlier;
                     break;
@@ -441,8 +445,10 @@ impl LineSpill {
             let mut state = self.store.shared.state();
             let mut mine = Vec::new();
             for (k, value) in links.values().iter().enumerate() {
-                if target[k] == k && done[k].is_some() {
-                    let file = self.files[k];
+                if target[k] == k
+                    && done[k].is_some()
+                    && let Some(file) = files[k]
+                {
                     if let Some(entry) = state.files.get_mut(&file)
                         && !entry.linked
                     {
