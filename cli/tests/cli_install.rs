@@ -234,7 +234,7 @@ fn install_wraps_every_host_and_uninstall_restores_every_byte() {
     // which and why.
     for (budget, host) in [
         ("--clip 1MB: Claude Desktop refuses", "Claude Desktop"),
-        ("--clip 25000: Claude Code caps", "Claude Code"),
+        ("--clip 50000chars: Claude Code moves", "Claude Code"),
         ("--clip 256KiB: the default", "Cursor"),
         ("--clip 8000: VS Code moves", "VS Code"),
         ("--clip 256KiB: the default", "Zed"),
@@ -258,7 +258,7 @@ fn install_wraps_every_host_and_uninstall_restores_every_byte() {
     assert_eq!(project["db"]["command"], DRAINPIPE);
     assert_eq!(
         project["db"]["args"],
-        serde_json::json!(["proxy", "--clip", "25000", "--", "node", "db.js"])
+        serde_json::json!(["proxy", "--clip", "50000chars", "--", "node", "db.js"])
     );
     assert_eq!(project["docs"]["url"], "https://docs.example/mcp");
     let cursor: Value = serde_json::from_str(&fs::read_to_string(&files[2].0).unwrap()).unwrap();

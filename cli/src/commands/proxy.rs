@@ -11,7 +11,8 @@ use drainpipe_host::session::ShutdownTimeouts;
 use tokio_util::sync::CancellationToken;
 
 use super::parse_duration;
-use super::size::parse_size;
+use super::size::{parse_clip, parse_size};
+use drainpipe_framer::budget::Clip;
 
 /// Run an MCP server behind a guarded stdio proxy.
 ///
@@ -29,14 +30,17 @@ pub(crate) struct ProxyArgs {
     /// in bytes on the wire (e.g. 4MiB, 512KiB, 1GB).
     #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size)]
     max_frame: usize,
-    /// Condense `tools/call` results to this content budget (bytes on the
-    /// wire of the whole response), whatever their size, over --max-frame
-    /// too: long texts keep their beginning, long arrays a prefix, and
-    /// `_meta["io.drainpipe/truncated"]` plus a last text block say what was
-    /// cut. At least 4KiB. Off by default: a result over --max-frame is then
-    /// an error for its request.
+    /// Condense `tools/call` results to this content budget, whatever their
+    /// size, over --max-frame too: long texts keep their beginning, long
+    /// arrays a prefix, and `_meta["io.drainpipe/truncated"]` plus a last
+    /// text block say what was cut. In bytes of the whole response
+    /// (`256KiB`), or in what a host shows the model: characters
+    /// (`50000chars`, UTF-16 units as JavaScript counts them) or tokens
+    /// (`25000tokens`, by OpenAI's o200k_base). At least 3256 of any unit.
+    /// Off by default: a result over --max-frame is then an error for its
+    /// request.
     #[arg(long, value_name = "SIZE", value_parser = parse_clip)]
-    clip: Option<usize>,
+    clip: Option<Clip>,
     /// With --clip: the full value of everything cut is kept in a private
     /// spill directory (removed when the proxy exits), linked from the
     /// result (`resource_link`, `drainpipe://result/...`) and read back
@@ -113,7 +117,7 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         framer: Config::default()
             .with_max_frame_bytes(args.max_frame)
             .with_max_depth(args.max_depth),
-        clip_bytes: args.clip,
+        clip: args.clip,
         sandbox: args.sandbox,
         spill: (args.spill_max > 0).then_some(SpillConfig {
             max_bytes: args.spill_max as u64,
@@ -202,18 +206,6 @@ fn watch_signals(stop: CancellationToken, sink: StderrSink) -> io::Result<()> {
         }
         stop.cancel();
     })
-}
-
-/// `--clip`: a size the condenser can work in.
-fn parse_clip(text: &str) -> Result<usize, String> {
-    let size = parse_size(text)?;
-    let minimum = drainpipe_framer::budget::MIN_CONDENSE_BUDGET;
-    if size < minimum {
-        return Err(format!(
-            "{size} bytes is below the smallest content budget, {minimum} bytes"
-        ));
-    }
-    Ok(size)
 }
 
 /// `--queue`: a size of at least 64 KiB. A smaller queue holds less than a

@@ -1,4 +1,45 @@
-//! Sizes as people write them: `4MiB`, `512KiB`, `1GB`, `65536`.
+//! Sizes as people write them: `4MiB`, `512KiB`, `1GB`, `65536`; and
+//! content budgets: a size, `50000chars` or `25000tokens`.
+
+use drainpipe_framer::budget::{Clip, MIN_CONDENSE_BUDGET, Unit};
+
+/// Parses a content budget (`--clip`): a size in bytes, or a count of
+/// characters or tokens (`50000chars`, `25000tokens`; `_` and the singular
+/// allowed), at least the condenser's smallest budget in its unit.
+pub(crate) fn parse_clip(text: &str) -> Result<Clip, String> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '_'))
+        .unwrap_or(trimmed.len());
+    let (number, word) = trimmed.split_at(split);
+    let unit = match word.trim().to_ascii_lowercase().as_str() {
+        "chars" | "char" | "characters" => Some(Unit::Chars),
+        "tokens" | "token" => Some(Unit::Tokens),
+        _ => None,
+    };
+    let clip = match unit {
+        Some(unit) => {
+            let amount: usize = number
+                .replace('_', "")
+                .parse()
+                .map_err(|_| format!("`{text}` is not a count (try 50000chars or 25000tokens)"))?;
+            Clip { amount, unit }
+        }
+        None => Clip::bytes(parse_size(text)?),
+    };
+    if clip.unit == Unit::Tokens && !cfg!(feature = "tokens") {
+        return Err(
+            "this drainpipe was built without its `tokens` feature: no budget in tokens".into(),
+        );
+    }
+    if clip.amount < MIN_CONDENSE_BUDGET {
+        return Err(format!(
+            "{clip} is below the smallest content budget, {MIN_CONDENSE_BUDGET} {}",
+            clip.unit.suffix()
+        ));
+    }
+    Ok(clip)
+}
 
 /// Parses a size in bytes: a number (decimals allowed with a unit) and an
 /// optional unit, case-insensitive. `KiB`, `MiB`, `GiB`, `TiB` and the short
@@ -93,6 +134,17 @@ pub(crate) fn human(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clips_parse_in_their_units() {
+        assert_eq!(parse_clip("256KiB"), Ok(Clip::bytes(256 << 10)));
+        assert_eq!(parse_clip("50000chars"), Ok(Clip::chars(50_000)));
+        assert_eq!(parse_clip("25_000 tokens"), Ok(Clip::tokens(25_000)));
+        assert_eq!(parse_clip("8000char"), Ok(Clip::chars(8_000)));
+        for bad in ["100chars", "1KiB", "chars", "1.5tokens", "10 words"] {
+            assert!(parse_clip(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn sizes_parse_as_written() {

@@ -4,15 +4,12 @@
 //! refusal, or a file the agent is pointed to).
 //!
 //! Each host caps a tool result in its own unit (see the README's table and
-//! its sources). `--clip` counts bytes on the wire, and every unit a host
-//! counts takes at least one of those bytes: a character of the decoded
-//! text (one UTF-16 unit, as the TypeScript hosts count `String.length`, or
-//! one code point) is one byte or more in UTF-8, more once JSON escapes it,
-//! and a token of a byte-level tokenizer covers at least one byte of the
-//! text. So a byte budget equal to the host's cap in its own unit keeps the
-//! result under the cap in any of them. It is conservative for characters
-//! and tokens (a token is about four bytes of English text): `--clip` does
-//! not count in those units yet.
+//! its sources), and the budget is written in that unit where `--clip` has
+//! it: bytes, characters (UTF-16 units, as the TypeScript hosts count
+//! `String.length`) or tokens. Where a host names two caps, the budget
+//! keeps the tighter one for text. Codex counts tokens for some models and
+//! bytes for others: bytes there, which keeps it under both (every token
+//! covers at least one byte).
 
 use super::hosts::Host;
 
@@ -42,9 +39,10 @@ impl Host {
                 why: "Claude Desktop refuses a tool result over 1 MB (\"Tool result is too large\")",
             },
             Host::ClaudeCode => Budget {
-                clip: "25000",
-                why: "Claude Code caps a result at 25,000 tokens (MAX_MCP_OUTPUT_TOKENS) and moves \
-                      one over 50,000 characters to a file; 25,000 bytes is under both",
+                clip: "50000chars",
+                why: "Claude Code moves a result over 50,000 characters to a file and caps one at \
+                      25,000 tokens (MAX_MCP_OUTPUT_TOKENS); for text the characters bind first \
+                      (about 12,500 tokens of prose)",
             },
             Host::Codex => Budget {
                 clip: "10000",
@@ -52,7 +50,7 @@ impl Host {
                       (tool_output_token_limit), keeping head and tail and nothing to read back",
             },
             Host::Gemini => Budget {
-                clip: "40000",
+                clip: "40000chars",
                 why: "Gemini CLI moves a result over 40,000 characters to a file \
                       (tools.truncateToolOutputThreshold)",
             },
@@ -77,16 +75,19 @@ pub(crate) fn names_clip(proxy_args: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::size::parse_size;
+    use crate::commands::size::parse_clip;
+    use drainpipe_framer::budget::{Clip, Unit};
 
     #[test]
     fn every_budget_parses_and_has_room_for_links() {
         let all = Host::ALL.iter().map(|host| host.budget()).chain([DEFAULT]);
         for budget in all {
-            let bytes = parse_size(budget.clip).unwrap();
+            // Links go in the smallest rung that has room (the amount, as
+            // bytes, for any unit).
+            let clip = parse_clip(budget.clip).unwrap();
             assert!(
-                bytes >= drainpipe_framer::budget::MIN_LINKED_BUDGET,
-                "{}: {bytes} bytes leaves no room for links",
+                clip.amount >= drainpipe_framer::budget::MIN_LINKED_BUDGET,
+                "{}: leaves no room for links",
                 budget.clip
             );
         }
@@ -94,16 +95,23 @@ mod tests {
 
     #[test]
     fn a_budget_is_never_over_the_cap_it_names() {
-        // The caps in the hosts' own units (the smaller where two are named).
+        // The caps in the hosts' own units (the tighter for text where two
+        // are named).
         let caps = [
-            (Host::ClaudeDesktop, 1_000_000),
-            (Host::ClaudeCode, 25_000),
-            (Host::Codex, 10_000),
-            (Host::Gemini, 40_000),
-            (Host::VsCode, 8_000),
+            (Host::ClaudeDesktop, Clip::bytes(1_000_000)),
+            (Host::ClaudeCode, Clip::chars(50_000)),
+            (Host::Codex, Clip::tokens(10_000)),
+            (Host::Gemini, Clip::chars(40_000)),
+            (Host::VsCode, Clip::bytes(8_000)),
         ];
         for (host, cap) in caps {
-            assert!(parse_size(host.budget().clip).unwrap() <= cap, "{host:?}");
+            let clip = parse_clip(host.budget().clip).unwrap();
+            // A byte budget is within a cap in any unit; otherwise the
+            // units must agree.
+            assert!(
+                clip.amount <= cap.amount && (clip.unit == cap.unit || clip.unit == Unit::Bytes),
+                "{host:?}"
+            );
         }
     }
 
