@@ -8,19 +8,40 @@ function check(condition, message) {
   if (!condition) throw new Error(`check failed: ${message}`);
 }
 
-/** Returns the marker and the kept text's length. */
-export function checkCondensed(result, original, budget) {
+/**
+ * Returns the marker and the kept text's length. `unit` is the budget's:
+ * "bytes" (the whole response), "chars" (the texts as decoded here, counted
+ * by String.length, and structuredContent as JSON text) or "tokens" (counted
+ * by the caller, from what `shown` gives).
+ */
+export function checkCondensed(result, original, budget, unit = "bytes") {
   const text = result.content[0].text;
   check(original.startsWith(text), "the kept text is a prefix of the file");
   check(text.length > 1000, `a useful prefix: ${text.length} characters`);
   const mirrors = Object.values(result.structuredContent ?? {}).filter((v) => typeof v === "string");
   check(mirrors.length === 1 && mirrors[0] === text, "the mirror in structuredContent is cut alike");
   const marker = result._meta?.["io.drainpipe/truncated"];
-  check(marker && marker.originalBytes > budget && marker.keptBytes <= budget, `the marker: ${JSON.stringify(marker)}`);
+  check(marker && marker.originalBytes > budget, `the marker: ${JSON.stringify(marker)}`);
+  if (unit === "bytes") check(marker.keptBytes <= budget, `within ${budget} bytes: ${JSON.stringify(marker)}`);
+  const { texts, structured } = shown(result);
+  const chars = texts.reduce((n, t) => n + t.length, 0);
+  if (unit === "chars") {
+    check(chars <= budget, `the texts within ${budget} characters: ${chars}`);
+    check(structured.length <= budget, `structuredContent within ${budget} characters: ${structured.length}`);
+  }
   // The notice, then the links to what was cut (when the proxy spills).
   const at = result.content.findIndex((b) => b.type === "text" && b.text.startsWith("[drainpipe]"));
   check(at > 0, `a notice block: ${JSON.stringify(result.content.map((b) => b.type))}`);
   const links = result.content.slice(at + 1);
   check(links.every((b) => b.type === "resource_link"), "only links after the notice");
-  return { marker, keptChars: text.length, links: links.length };
+  return { marker, keptChars: text.length, shownChars: chars, links: links.length };
+}
+
+/** What a host shows the model: the texts of `content`, and `structuredContent` as JSON. */
+export function shown(result) {
+  const texts = result.content
+    .map((b) => (b.type === "text" ? b.text : b.type === "resource" ? b.resource?.text : undefined))
+    .filter((t) => typeof t === "string");
+  const structured = result.structuredContent === undefined ? "" : JSON.stringify(result.structuredContent);
+  return { texts, structured };
 }

@@ -7,14 +7,14 @@
 //   node sdk-client.mjs oversized --expect-large ok|error [--rounds N] -- <server command…>
 //   node sdk-client.mjs read-too-large --file PATH -- <server-filesystem command…>
 //   node sdk-client.mjs send-too-large --bytes N -- <server-everything command…>
-//   node sdk-client.mjs condensed --tool NAME --file PATH --budget N -- <server command…>
+//   node sdk-client.mjs condensed --tool NAME --file PATH --budget N [--unit bytes|chars|tokens] [--dump PATH] -- <server command…>
 //
 // Every check throws on failure (exit 1). The last stdout line is a JSON
 // summary with the round-trip figures, which the Rust test reads.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { checkCondensed } from "./condensed-check.mjs";
+import { checkCondensed, shown } from "./condensed-check.mjs";
 
 const argv = process.argv.slice(2);
 const split = argv.indexOf("--");
@@ -194,9 +194,14 @@ async function condensed(client, summary) {
   const start = process.hrtime.bigint();
   const result = await client.callTool({ name: option("--tool"), arguments: { path } }, undefined, { timeout: 120000 });
   summary.ms = elapsedMs(start);
-  const { marker, keptChars } = checkCondensed(result, original, budget);
+  const unit = option("--unit", "bytes");
+  const { marker, keptChars, shownChars } = checkCondensed(result, original, budget, unit);
   summary.kept_chars = keptChars;
+  summary.shown_chars = shownChars;
   summary.marker = marker;
+  summary.tail = result.content[0].text.slice(-200);
+  const dump = option("--dump", "");
+  if (dump) (await import("node:fs")).writeFileSync(dump, JSON.stringify(shown(result)));
   const again = await client.callTool({ name: option("--tool"), arguments: { path } }, undefined, { timeout: 120000 });
   check(again.content[0].text === result.content[0].text, "the same result again");
 }

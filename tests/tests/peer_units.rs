@@ -1,0 +1,116 @@
+//! Guarantee: `drainpipe proxy --clip` in characters or tokens keeps what
+//! the official TypeScript client decodes within that many characters
+//! (`String.length`, UTF-16 units) or tokens (`o200k_base`), on a 5 MiB
+//! read of the official filesystem server: the texts of `content` and
+//! `structuredContent` as JSON text, whatever bytes they take (the file
+//! mixes ASCII, accented letters, escapes and characters outside the BMP).
+//! The result keeps a useful head of the file, says what was cut, links the
+//! rest, and the same call answers alike a second time.
+//!
+//! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
+
+use drainpipe_release::peers::{self, proxy_argv, run_client};
+use drainpipe_release::text_file::TextFile;
+use drainpipe_release::*;
+use serde_json::{Value, json};
+
+/// Runs `condensed` of the SDK client through `proxy --clip <clip>` on a
+/// 5 MiB file; returns the summary and what the client was shown.
+async fn read_through(clip: &str, unit: &str, amount: usize) -> Option<(Value, Value)> {
+    let node = peers::gate("the Node.js peer", peers::node())?;
+    let drainpipe = peers::gate("the drainpipe binary", peers::drainpipe())?;
+    let file = TextFile::new(&format!("units-{unit}"), 5 << 20);
+    let proxied = proxy_argv(
+        &drainpipe,
+        &["--clip", clip, "--metrics", "none"],
+        &node.filesystem_server(&file.dir),
+    );
+    let dump = file.dir.join("shown.json");
+    let (path, dump_path, budget) = (
+        file.path.display().to_string(),
+        dump.display().to_string(),
+        amount.to_string(),
+    );
+    let mut args = vec![
+        "condensed",
+        "--tool",
+        "read_text_file",
+        "--file",
+        &path,
+        "--budget",
+        &budget,
+        "--unit",
+        unit,
+        "--dump",
+        &dump_path,
+        "--",
+    ];
+    args.extend(proxied.iter().map(String::as_str));
+    let what = format!("typescript-sdk client + server-filesystem, 5 MiB read, --clip {clip}");
+    let run = run_client(node.script("sdk-client.mjs", &args), 180, &what).await;
+    run.assert_nothing_left();
+    let shown: Value = serde_json::from_slice(&std::fs::read(&dump).expect("the client's dump"))
+        .expect("the dump is JSON");
+    Some((run.summary, shown))
+}
+
+/// The texts the client was shown.
+fn texts(shown: &Value) -> Vec<&str> {
+    shown["texts"]
+        .as_array()
+        .expect("texts")
+        .iter()
+        .map(|t| t.as_str().expect("a text"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_in_characters_holds_as_the_client_decodes() {
+    const BUDGET: usize = 50_000;
+    let Some((summary, shown)) = read_through("50000chars", "chars", BUDGET).await else {
+        return;
+    };
+    // The client checked the same (String.length); counted again here.
+    let chars: usize = texts(&shown).iter().map(|t| t.encode_utf16().count()).sum();
+    let structured = shown["structured"].as_str().expect("structured");
+    assert!(chars <= BUDGET, "{chars} UTF-16 units shown");
+    assert!(structured.encode_utf16().count() <= BUDGET);
+    let kept = texts(&shown)[0];
+    assert!(kept.chars().count() > 1000, "a useful head: {summary}");
+    // Not a byte budget in disguise: the result takes more bytes than the
+    // amount (the file is not ASCII, and the text is sent twice).
+    let marker = &summary["marker"];
+    assert!(
+        marker["keptBytes"].as_u64() > Some(BUDGET as u64),
+        "more bytes than characters kept: {summary}"
+    );
+    figure(
+        "typescript-sdk client + server-filesystem, 5 MiB read, --clip 50000chars",
+        json!({"shown_utf16": chars, "structured_utf16": structured.encode_utf16().count(), "kept_bytes": marker["keptBytes"], "ms": summary["ms"]}),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_in_tokens_holds_by_the_named_tokenizer() {
+    const BUDGET: usize = 25_000;
+    let Some((summary, shown)) = read_through("25000tokens", "tokens", BUDGET).await else {
+        return;
+    };
+    let tokenizer = bpe_openai::o200k_base();
+    let tokens: usize = texts(&shown).iter().map(|t| tokenizer.count(*t)).sum();
+    let structured = tokenizer.count(shown["structured"].as_str().expect("structured"));
+    assert!(tokens <= BUDGET, "{tokens} tokens shown");
+    assert!(
+        structured <= BUDGET,
+        "{structured} tokens of structuredContent"
+    );
+    let marker = &summary["marker"];
+    assert!(
+        marker["keptBytes"].as_u64() > Some(BUDGET as u64),
+        "more bytes than tokens kept: {summary}"
+    );
+    figure(
+        "typescript-sdk client + server-filesystem, 5 MiB read, --clip 25000tokens",
+        json!({"shown_tokens": tokens, "structured_tokens": structured, "kept_bytes": marker["keptBytes"], "ms": summary["ms"]}),
+    );
+}
