@@ -79,12 +79,12 @@ impl LineTap {
         self
     }
 
-    /// A tap that starts at stream offset `at`, possibly inside a line:
-    /// that line is not tapped.
-    pub(crate) fn starting_at(clip: Clip, at: u64) -> Self {
+    /// A tap that starts at stream offset `at`, inside a line if
+    /// `mid_line`: that line is not tapped.
+    pub(crate) fn starting_at(clip: Clip, at: u64, mid_line: bool) -> Self {
         LineTap {
             line_start: at,
-            resyncing: at > 0,
+            resyncing: mid_line,
             ..LineTap::new(clip)
         }
     }

@@ -46,6 +46,7 @@ pub(crate) async fn run(
             not_protocol_seen: 0,
             rejected: None,
             tap: None,
+            at_line_start: true,
         },
         overflow: Vec::new(),
     };
@@ -115,6 +116,9 @@ struct Router {
     /// for condensing (to the largest budget pending then; a call with a
     /// smaller one condenses the result again in its own task).
     tap: Option<LineTap>,
+    /// The last read ended a line (or nothing was read): a tap started at
+    /// the next read starts with a whole line.
+    at_line_start: bool,
 }
 
 /// A rejected line that named no request when it was rejected.
@@ -257,10 +261,13 @@ impl Router {
                 .expect("pending map")
                 .largest_condense_budget()
         {
-            self.tap = Some(LineTap::starting_at(budget, at));
+            self.tap = Some(LineTap::starting_at(budget, at, !self.at_line_start));
         }
         if let Some(tap) = self.tap.as_mut() {
             tap.push(chunk, at);
+        }
+        if let Some(&last) = chunk.last() {
+            self.at_line_start = last == b'\n';
         }
     }
 
