@@ -3,6 +3,7 @@
 mod session_support;
 
 use drainpipe_framer::Config;
+use drainpipe_framer::budget::Clip;
 use drainpipe_host::session::{CallError, OversizePolicy, SessionConfig};
 use serde_json::json;
 use session_support::*;
@@ -466,6 +467,45 @@ async fn a_call_can_ask_for_its_result_condensed() {
         matches!(refused, Err(CallError::Rejected { .. })),
         "{refused:?}"
     );
+    assert_usable(&session).await;
+    shutdown_clean(&session).await;
+}
+
+/// A call can ask for its result within a number of characters: the texts
+/// of `content`, decoded, total at most that many UTF-16 units, and so
+/// does `structuredContent` as JSON text, though the result takes more
+/// bytes than that (wide characters, escapes, a text sent twice).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_can_ask_for_its_result_within_characters() {
+    let session = start(&[], limited()).await;
+    let amount = 20_000;
+    let response = within(
+        20,
+        "condensed in characters",
+        session.call_tool(
+            "tricky",
+            json!({}),
+            opts(15).condensed_within(Clip::chars(amount)),
+        ),
+    )
+    .await
+    .expect("condensed");
+    let units: usize = response.result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|block| block["text"].as_str())
+        .map(|text| text.encode_utf16().count())
+        .sum();
+    let structured = response.result["structuredContent"].to_string();
+    assert!(units <= amount, "{units} UTF-16 units of text");
+    assert!(structured.encode_utf16().count() <= amount);
+    assert!(
+        response.wire_bytes > amount,
+        "{} bytes: a byte budget would have kept less",
+        response.wire_bytes
+    );
+    assert_eq!(session.metrics().results_condensed, 1);
     assert_usable(&session).await;
     shutdown_clean(&session).await;
 }
