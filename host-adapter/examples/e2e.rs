@@ -15,7 +15,8 @@
 //! e2e proxy-result [MIB]      `drainpipe proxy` in front of the fixture answering with MIB
 //!                             MiB (default 200), id last: forwarded whole (--max-frame
 //!                             above it), rejected (4 MiB limit), condensed (--clip 256KiB),
-//!                             condensed with the cut text spilled to the temp dir;
+//!                             condensed with the cut text spilled to the temp dir, and
+//!                             condensed to 262144chars and to 65536tokens (no spill);
 //!                             time to the answer and to the next one (the line drained),
 //!                             and the proxy's peak RSS (VmHWM)
 //! e2e pipe-speed [COUNT]      a server writes COUNT (default 300000) notifications of 100 B,
@@ -309,6 +310,14 @@ async fn main() {
                 (
                     "condensed+spill",
                     vec!["--clip", "256KiB", "--spill-max", "4GiB"],
+                ),
+                (
+                    "in characters",
+                    vec!["--clip", "262144chars", "--spill-max", "0"],
+                ),
+                (
+                    "in tokens",
+                    vec!["--clip", "65536tokens", "--spill-max", "0"],
                 ),
             ] {
                 let (took, next, bytes, peak) = proxy_result(mib, &proxy_args).await;
