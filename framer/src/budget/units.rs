@@ -60,8 +60,8 @@ pub struct Clip {
 /// The byte budgets tried for a budget in characters, as multiples of the
 /// amount in eighths: 1, 1¼, 1½, 2, 3, 4 and 6 bytes a character. Six
 /// covers text written as `\uXXXX` escapes (Python's `json.dumps` default);
-/// each rung is at most 1½ times the one below, so the result keeps at
-/// least two thirds of what one exact byte budget would have given.
+/// each rung is at most 1½ times the one below, so about a third of the
+/// room is left unused at worst.
 const CHAR_RUNGS: [usize; 7] = [8, 10, 12, 16, 24, 32, 48];
 /// The same for tokens: 1 to 6 bytes a token in steps of at most 1½ (prose
 /// and code run 3 to 5 bytes a token in `o200k_base`).

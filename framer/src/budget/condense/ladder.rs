@@ -9,8 +9,8 @@
 //! rung condenses into its own byte budget and the results are measured.
 //! The smallest rung is the amount itself, which always fits (no unit is
 //! more than a byte, see [`super::super::units`]); the rungs above it are
-//! at most 1½ times apart, so the one taken keeps at least two thirds of
-//! what an exact plan would.
+//! at most 1½ times apart, so little of the room is left unused: about a
+//! third at worst, when the best fit lies just under the next rung.
 //!
 //! Costs: memory is the sum of the rungs (21¼ times the amount for
 //! characters), and every byte of the response is read by each condenser;
