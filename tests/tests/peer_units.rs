@@ -5,7 +5,9 @@
 //! `structuredContent` as JSON text, whatever bytes they take (the file
 //! mixes ASCII, accented letters, escapes and characters outside the BMP).
 //! The result keeps a useful head of the file, says what was cut, links the
-//! rest, and the same call answers alike a second time.
+//! rest, and the same call answers alike a second time. The other wire
+//! shape (a Python SDK server, `id` first) and the other era (the SDK v2
+//! client on 2026-07-28) hold in characters too.
 //!
 //! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
 
@@ -15,16 +17,41 @@ use drainpipe_release::*;
 use serde_json::{Value, json};
 
 /// Runs `condensed` of the SDK client through `proxy --clip <clip>` on a
-/// 5 MiB file; returns the summary and what the client was shown.
+/// 5 MiB file read by the official filesystem server; returns the summary
+/// and what the client was shown.
 async fn read_through(clip: &str, unit: &str, amount: usize) -> Option<(Value, Value)> {
     let node = peers::gate("the Node.js peer", peers::node())?;
-    let drainpipe = peers::gate("the drainpipe binary", peers::drainpipe())?;
     let file = TextFile::new(&format!("units-{unit}"), 5 << 20);
-    let proxied = proxy_argv(
-        &drainpipe,
-        &["--clip", clip, "--metrics", "none"],
-        &node.filesystem_server(&file.dir),
-    );
+    let server = node.filesystem_server(&file.dir);
+    let what = format!("typescript-sdk client + server-filesystem, 5 MiB read, --clip {clip}");
+    condensed(
+        &node,
+        &server,
+        "read_text_file",
+        &file,
+        clip,
+        unit,
+        amount,
+        &what,
+    )
+    .await
+}
+
+/// `sdk-client.mjs condensed` on `file` through `proxy --clip <clip>` in
+/// front of `server`, checking `unit` (see `condensed-check.mjs`).
+#[allow(clippy::too_many_arguments)]
+async fn condensed(
+    node: &peers::NodePeer,
+    server: &[String],
+    tool: &str,
+    file: &TextFile,
+    clip: &str,
+    unit: &str,
+    amount: usize,
+    what: &str,
+) -> Option<(Value, Value)> {
+    let drainpipe = peers::gate("the drainpipe binary", peers::drainpipe())?;
+    let proxied = proxy_argv(&drainpipe, &["--clip", clip, "--metrics", "none"], server);
     let dump = file.dir.join("shown.json");
     let (path, dump_path, budget) = (
         file.path.display().to_string(),
@@ -34,7 +61,7 @@ async fn read_through(clip: &str, unit: &str, amount: usize) -> Option<(Value, V
     let mut args = vec![
         "condensed",
         "--tool",
-        "read_text_file",
+        tool,
         "--file",
         &path,
         "--budget",
@@ -46,8 +73,7 @@ async fn read_through(clip: &str, unit: &str, amount: usize) -> Option<(Value, V
         "--",
     ];
     args.extend(proxied.iter().map(String::as_str));
-    let what = format!("typescript-sdk client + server-filesystem, 5 MiB read, --clip {clip}");
-    let run = run_client(node.script("sdk-client.mjs", &args), 180, &what).await;
+    let run = run_client(node.script("sdk-client.mjs", &args), 180, what).await;
     run.assert_nothing_left();
     let shown: Value = serde_json::from_slice(&std::fs::read(&dump).expect("the client's dump"))
         .expect("the dump is JSON");
@@ -112,5 +138,94 @@ async fn a_budget_in_tokens_holds_by_the_named_tokenizer() {
     figure(
         "typescript-sdk client + server-filesystem, 5 MiB read, --clip 25000tokens",
         json!({"shown_tokens": tokens, "structured_tokens": structured, "kept_bytes": marker["keptBytes"], "ms": summary["ms"]}),
+    );
+}
+
+/// The other wire shape: a server on the Python SDK (`id` first, the text
+/// mirrored in `structuredContent.result`), through the TypeScript client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_in_characters_holds_for_a_python_sdk_server() {
+    const BUDGET: usize = 50_000;
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(python) = peers::gate("the Python peer", peers::python()) else {
+        return;
+    };
+    let file = TextFile::new("units-python", 5 << 20);
+    let what = "typescript-sdk client + python-sdk server, 5 MiB text, --clip 50000chars";
+    let Some((summary, shown)) = condensed(
+        &node,
+        &python.server(),
+        "read_text",
+        &file,
+        "50000chars",
+        "chars",
+        BUDGET,
+        what,
+    )
+    .await
+    else {
+        return;
+    };
+    let chars: usize = texts(&shown).iter().map(|t| t.encode_utf16().count()).sum();
+    assert!(chars <= BUDGET, "{chars} UTF-16 units shown");
+    assert!(
+        summary["marker"]["keptBytes"].as_u64() > Some(BUDGET as u64),
+        "{summary}"
+    );
+    figure(
+        what,
+        json!({"shown_utf16": chars, "kept_bytes": summary["marker"]["keptBytes"]}),
+    );
+}
+
+/// The other protocol era: the TypeScript SDK v2 client pinned to
+/// 2026-07-28, in front of the v2 server that serves only that revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_in_characters_holds_for_the_sdk_v2_client_on_2026_07_28() {
+    const BUDGET: usize = 50_000;
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let file = TextFile::new("units-v2", 5 << 20);
+    let server = [
+        node.node.display().to_string(),
+        node.dir.join("v2-server.mjs").display().to_string(),
+        "--reject-legacy".to_string(),
+    ];
+    let proxied = proxy_argv(
+        &drainpipe,
+        &["--clip", "50000chars", "--metrics", "none"],
+        &server,
+    );
+    let path = file.path.display().to_string();
+    let budget = BUDGET.to_string();
+    let mut args = vec![
+        "condensed",
+        "--file",
+        &path,
+        "--budget",
+        &budget,
+        "--mode",
+        "pin",
+        "--unit",
+        "chars",
+        "--",
+    ];
+    args.extend(proxied.iter().map(String::as_str));
+    let what = "typescript-sdk v2 client (2026-07-28) + v2 server, 5 MiB text, --clip 50000chars";
+    let run = run_client(node.script("sdk-v2-client.mjs", &args), 120, what).await;
+    run.assert_nothing_left();
+    assert_eq!(run.summary["protocol"], "2026-07-28");
+    // The client checked the texts' String.length against the budget.
+    let shown = run.summary["shown_chars"].as_u64().expect("shown_chars");
+    assert!(shown <= BUDGET as u64 && shown > 1000, "{}", run.summary);
+    figure(
+        what,
+        json!({"shown_utf16": shown, "kept_bytes": run.summary["marker"]["keptBytes"]}),
     );
 }

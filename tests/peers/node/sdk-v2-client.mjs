@@ -59,7 +59,9 @@ try {
     const start = process.hrtime.bigint();
     const result = await client.callTool({ name: "read_text", arguments: { path } }, undefined, { timeout: 60000 });
     summary.ms = Number(process.hrtime.bigint() - start) / 1e6;
-    const { marker, keptChars } = checkCondensed(result, original, budget);
+    const unit = options.includes("--unit") ? option("--unit") : "bytes";
+    const { marker, keptChars, shownChars } = checkCondensed(result, original, budget, unit);
+    summary.shown_chars = shownChars;
     if (summary.protocol === "2026-07-28") {
       // The modern era's results carry the server's envelope in `_meta`.
       check(result._meta["io.modelcontextprotocol/serverInfo"] !== undefined, "the server's own _meta keys are kept");
