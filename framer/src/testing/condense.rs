@@ -26,8 +26,8 @@ use serde_json::{Map, Value, json};
 
 use super::Rng;
 use crate::budget::{
-    Clip, Condensed, Condenser, LINK_NOTICE, Ladder, Link, MARKER_KEY, Spill, SpillKind, Spilled,
-    Unit, shown_size, utf16_len,
+    Clip, Condensed, Condenser, LINK_NOTICE, Ladder, Link, MARKER_KEY, MIN_LINKED_BUDGET, Spill,
+    SpillKind, Spilled, Unit, shown_size, utf16_len,
 };
 
 /// Characters that exercise every escape and UTF-8 width.
@@ -252,6 +252,25 @@ pub fn check_ladder(
                     {
                         return Err(format!("link {} points at another value", value.pointer));
                     }
+                    if let SpillKind::Elements { first } = value.kind
+                        && value.complete
+                    {
+                        let one_line = !line.contains(&b'\n');
+                        check_rest(&before, &value.pointer, first, raw, one_line)?;
+                        // The elements before `first` are in the result.
+                        let after: Value =
+                            serde_json::from_slice(frame).map_err(|e| e.to_string())?;
+                        let kept = after["result"]
+                            .pointer(&value.pointer)
+                            .and_then(Value::as_array)
+                            .map_or(0, Vec::len);
+                        if !value.pointer.is_empty() && (kept as u64) < first {
+                            return Err(format!(
+                                "{}: {kept} items kept, the rest linked from item {first}",
+                                value.pointer
+                            ));
+                        }
+                    }
                 }
             }
             Some(frame.clone())
@@ -264,6 +283,37 @@ pub fn check_ladder(
     {
         return Err(format!("the rung of {budget} bytes is over {clip}"));
     }
+    // Where the spilling rung (the smallest that can keep links) left each
+    // array's rest: a rung that kept fewer of its elements is not taken.
+    let mut reported_rests: Vec<(String, u64)> = Vec::new();
+    if linked && let Some(&smallest) = rungs.iter().find(|&&b| b >= MIN_LINKED_BUDGET) {
+        let mut spiller = Condenser::new(smallest)
+            .and_then(Condenser::with_links)
+            .map_err(|e| e.to_string())?;
+        spiller.feed(line).map_err(|e| e.to_string())?;
+        if let Ok(Condensed::Cut {
+            links: Some(links), ..
+        }) = spiller.finish()
+        {
+            reported_rests.extend(links.values().iter().filter_map(|v| match v.kind {
+                SpillKind::Elements { first } if !v.pointer.is_empty() => {
+                    Some((v.pointer.clone(), first))
+                }
+                _ => None,
+            }));
+        }
+    }
+    let covered = |links: &Option<crate::budget::Links>| {
+        links.as_ref().is_none_or(|links| {
+            links.values().iter().all(|v| match v.kind {
+                SpillKind::Elements { first } => reported_rests
+                    .iter()
+                    .find(|(pointer, _)| *pointer == v.pointer)
+                    .is_none_or(|&(_, theirs)| theirs <= first),
+                _ => true,
+            })
+        })
+    };
     // No larger rung fits, condensed alone as the ladder did.
     for &larger in rungs.iter().filter(|&&b| b > budget) {
         let mut alone = Condenser::new(larger)
@@ -275,7 +325,8 @@ pub fn check_ladder(
         alone.feed(line).map_err(|e| e.to_string())?;
         let fitting = match alone.finish().map_err(|e| e.to_string())? {
             Condensed::Cut { frame, links, .. } => {
-                fits_before(&frame, if links.is_some() { LINK_NOTICE } else { 0 })
+                covered(&links)
+                    && fits_before(&frame, if links.is_some() { LINK_NOTICE } else { 0 })
             }
             Condensed::Unchanged => fits(line),
         };
@@ -389,6 +440,11 @@ pub fn check_spilled(original: &[u8], spilled: &[SpilledRaw]) -> Result<(), Stri
         if !value.ended {
             return Err(format!("value {} never ended", value.spilled.value));
         }
+        if let SpillKind::Elements { first } = value.spilled.kind {
+            let one_line = !original.contains(&b'\n');
+            check_rest(&before, &value.spilled.pointer, first, &value.raw, one_line)?;
+            continue;
+        }
         let mut quoted = Vec::with_capacity(value.raw.len() + 2);
         quoted.push(b'"');
         quoted.extend_from_slice(&value.raw);
@@ -413,6 +469,43 @@ pub fn check_spilled(original: &[u8], spilled: &[SpilledRaw]) -> Result<(), Stri
         if binary != (value.spilled.kind == SpillKind::Binary) {
             return Err(format!("{} has the wrong kind", value.spilled.pointer));
         }
+    }
+    Ok(())
+}
+
+/// Checks the spilled rest of the array at `pointer` in `before`: the
+/// elements from `first` on, equal to the original's, and (when the
+/// original is `one_line`, as a framed message is) one element a line.
+pub fn check_rest(
+    before: &Value,
+    pointer: &str,
+    first: u64,
+    raw: &[u8],
+    one_line: bool,
+) -> Result<(), String> {
+    let lines: Vec<&[u8]> = raw.split(|&b| b == b'\n').collect();
+    if lines.first() != Some(&&b"["[..]) || lines.last() != Some(&&b"]"[..]) {
+        return Err(format!("{pointer}: the rest does not open and close alone"));
+    }
+    let rest: Value =
+        serde_json::from_slice(raw).map_err(|e| format!("{pointer}: the rest is not JSON: {e}"))?;
+    let Some(rest) = rest.as_array() else {
+        return Err(format!("{pointer}: the rest is not an array"));
+    };
+    if one_line && lines.len() != rest.len() + 2 {
+        return Err(format!("{pointer}: the rest is not one element a line"));
+    }
+    if pointer.is_empty() {
+        return Ok(());
+    }
+    let Some(whole) = before["result"].pointer(pointer).and_then(Value::as_array) else {
+        return Err(format!("no array at {pointer}"));
+    };
+    let first = usize::try_from(first).unwrap_or(usize::MAX);
+    if whole.get(first..) != Some(rest.as_slice()) {
+        return Err(format!(
+            "{pointer}: the rest from item {first} differs from the original"
+        ));
     }
     Ok(())
 }

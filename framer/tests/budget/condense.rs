@@ -263,6 +263,73 @@ fn at_most_max_links_values_are_reported() {
 }
 
 #[test]
+fn a_cut_array_reports_its_rest_one_element_a_line() {
+    // A search result: many small matches in `structuredContent`, and
+    // each as a block in `content`. Neither array fits.
+    let matches: Vec<Value> = (0..3_000)
+        .map(|i| json!({"path": format!("src/file{i}.rs"), "line": i, "text": "needle\there"}))
+        .collect();
+    let blocks: Vec<Value> = (0..3_000)
+        .map(|i| json!({"type": "text", "text": format!("src/file{i}.rs:{i}: needle")}))
+        .collect();
+    let line = json!({"jsonrpc": "2.0", "id": 4, "result": {"content": blocks, "structuredContent": {"matches": matches}}}).to_string();
+    for lengths in [&[][..], &[1], &[7, 4093], &[65_536]] {
+        let (value, spilled) = linked(line.as_bytes(), 32 << 10, lengths);
+        let rests: Vec<&SpilledRaw> = spilled
+            .iter()
+            .filter(|s| matches!(s.spilled.kind, SpillKind::Elements { .. }))
+            .collect();
+        assert_eq!(rests.len(), 2, "{lengths:?}");
+        for (rest, pointer, whole) in [
+            (rests[0], "/content", &blocks),
+            (rests[1], "/structuredContent/matches", &matches),
+        ] {
+            assert_eq!(rest.spilled.pointer, pointer);
+            assert_eq!(rest.spilled.mime, "application/json");
+            let SpillKind::Elements { first } = rest.spilled.kind else {
+                unreachable!()
+            };
+            let first = first as usize;
+            // Kept and spilled, together, are every element once.
+            let kept = value["result"]
+                .pointer(pointer)
+                .unwrap()
+                .as_array()
+                .unwrap();
+            assert!(first < whole.len(), "{first}");
+            assert_eq!(kept[..first], whole[..first]);
+            let lines = rest.raw.split(|&b| b == b'\n').count();
+            assert_eq!(lines, whole.len() - first + 2, "one element a line");
+        }
+        let links: Vec<&Value> = value["result"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "resource_link")
+            .collect();
+        assert_eq!(links.len(), 2);
+        let SpillKind::Elements { first } = rests[1].spilled.kind else {
+            unreachable!()
+        };
+        assert_eq!(
+            links[1]["name"],
+            format!("structuredContent/matches from item {first}")
+        );
+        let notice = value["result"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .find(|t| t.starts_with("[drainpipe]"))
+            .unwrap();
+        assert!(
+            notice.contains("of an array, the items left out"),
+            "{notice}"
+        );
+    }
+}
+
+#[test]
 fn links_need_their_room() {
     assert_eq!(
         Condenser::new(MIN_CONDENSE_BUDGET)

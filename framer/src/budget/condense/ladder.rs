@@ -18,7 +18,10 @@
 //!
 //! Spilling: only one rung reports the values it cuts (the smallest that
 //! can keep links, which cuts the most); the result taken links the values
-//! it cut by their pointers to that rung's numbers.
+//! it cut by their pointers to that rung's numbers. An array is reported
+//! from the first element that rung left out, so a larger rung that kept
+//! fewer elements of it is not taken: the elements between would be
+//! neither kept nor linked.
 
 use alloc::vec::Vec;
 
@@ -163,7 +166,11 @@ impl Ladder {
             .find(|&k| match (&outcomes[k], &whole[k]) {
                 (Ok(Condensed::Unchanged), Some(line)) => fits(line, 0),
                 (Ok(Condensed::Cut { frame, links, .. }), _) => {
-                    fits(frame, if links.is_some() { LINK_NOTICE } else { 0 })
+                    let covered = Some(k) == spiller
+                        || links
+                            .as_ref()
+                            .is_none_or(|l| l.rests_covered_by(spilled.as_ref()));
+                    covered && fits(frame, if links.is_some() { LINK_NOTICE } else { 0 })
                 }
                 _ => false,
             })

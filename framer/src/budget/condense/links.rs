@@ -57,14 +57,109 @@ impl Condenser {
         pointer: Vec<u8>,
         spill: &mut dyn FnMut(Spill<'_>),
     ) -> Option<u32> {
+        let value = self.number_spilled(kind, pointer)?;
+        spill(Spill::Start { value, kind });
+        Some(value)
+    }
+
+    /// The array on top of the stack is cut at element `first`: with links,
+    /// its rest is reported from there (`scan` reports the bytes, through
+    /// `report_elements`).
+    pub(super) fn begin_elements(&mut self, first: u64) {
+        let Some(level) = self.stack.pop() else {
+            return;
+        };
+        let pointer = self.pointer(level.segment());
+        self.stack.push(level);
+        if let Some(value) = self.number_spilled(SpillKind::Elements { first }, pointer) {
+            self.elements = Some((value, self.stack.len()));
+            self.elements_step = Some(ElementsStep::Begin);
+        }
+    }
+
+    /// A cut array just closed: ends its report, if it is the one open.
+    pub(super) fn end_elements(&mut self) {
+        if let Some((value, depth)) = self.elements
+            && depth == self.stack.len() + 1
+        {
+            self.elements = None;
+            self.elements_step = Some(ElementsStep::End(value));
+        }
+    }
+
+    /// Reports what the byte at `at` of `bytes` did to the array being
+    /// reported; `run` is where its bytes not yet reported start. Returns
+    /// where they start now.
+    pub(super) fn report_elements(
+        &mut self,
+        step: ElementsStep,
+        bytes: &[u8],
+        at: usize,
+        run: Option<usize>,
+        spill: &mut dyn FnMut(Spill<'_>),
+    ) -> Option<usize> {
+        let mut flush = |value: u32| {
+            if let Some(from) = run
+                && from < at
+            {
+                spill(Spill::Raw {
+                    value,
+                    bytes: &bytes[from..at],
+                });
+            }
+        };
+        match step {
+            ElementsStep::Begin => {
+                let (value, _) = self.elements?;
+                let kind = self.spilled.get(value as usize)?.0.kind;
+                spill(Spill::Start { value, kind });
+                spill(Spill::Raw {
+                    value,
+                    bytes: b"[\n",
+                });
+                Some(at)
+            }
+            ElementsStep::Element => {
+                let (value, _) = self.elements?;
+                flush(value);
+                spill(Spill::Raw {
+                    value,
+                    bytes: b"\n",
+                });
+                Some(at)
+            }
+            ElementsStep::End(value) => {
+                flush(value);
+                spill(Spill::Raw {
+                    value,
+                    bytes: b"\n]",
+                });
+                spill(Spill::End { value });
+                if let Some((spilled, _)) = self.spilled.get_mut(value as usize) {
+                    spilled.complete = true;
+                }
+                None
+            }
+        }
+    }
+
+    /// Numbers a value to report, if links are on and there is room for
+    /// its link.
+    fn number_spilled(&mut self, kind: SpillKind, pointer: Vec<u8>) -> Option<u32> {
         if !self.linking || self.spilled.len() >= MAX_LINKS {
             return None;
         }
         let value = self.spilled.len() as u32;
-        let block = self.stack.iter().rposition(|l| l.role == Role::Block);
+        // A value in a content block takes the block's media type, but for
+        // the rest of an array, which is JSON whatever the block holds.
+        let block = match kind {
+            SpillKind::Elements { .. } => None,
+            _ => self.stack.iter().rposition(|l| l.role == Role::Block),
+        };
         let mime = match kind {
             SpillKind::Text => "text/plain",
             SpillKind::Binary => "application/octet-stream",
+            SpillKind::Elements { .. } => "application/json",
         };
         self.spilled.push((
             Spilled {
@@ -76,9 +171,19 @@ impl Condenser {
             },
             block,
         ));
-        spill(Spill::Start { value, kind });
         Some(value)
     }
+}
+
+/// What a byte between tokens did to the cut array being reported.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum ElementsStep {
+    /// The array was cut at this byte, the first of the element left out.
+    Begin,
+    /// Another of its elements starts at this byte.
+    Element,
+    /// This byte closed it (the value's number: it is no longer open).
+    End(u32),
 }
 
 impl Links {
@@ -94,15 +199,13 @@ impl Links {
     /// linked.
     pub(super) fn renumber(&mut self, reported: Option<&Links>) {
         for value in &mut self.values {
-            let theirs = reported.and_then(|r| {
-                r.values.iter().find(|v| {
-                    v.kind == value.kind && v.pointer == value.pointer && !v.pointer.is_empty()
-                })
-            });
+            let theirs = reported.and_then(|r| r.counterpart(value));
             match theirs {
                 Some(theirs) => {
                     value.value = theirs.value;
                     value.complete = theirs.complete;
+                    // The rest of an array is linked from where theirs was cut.
+                    value.kind = theirs.kind;
                 }
                 None => {
                     value.value = u32::MAX;
@@ -110,6 +213,32 @@ impl Links {
                 }
             }
         }
+    }
+
+    /// Whether every array these links say is cut has its rest covered by
+    /// `reported` (another condenser's links, fed the same line): the
+    /// array it reported at the same pointer starts no later than this one
+    /// was cut, so renumbered, no element is neither kept nor linked.
+    pub(super) fn rests_covered_by(&self, reported: Option<&Links>) -> bool {
+        self.values.iter().all(|value| match value.kind {
+            SpillKind::Elements { first } => match reported.and_then(|r| r.counterpart(value)) {
+                Some(Spilled {
+                    kind: SpillKind::Elements { first: theirs },
+                    ..
+                }) => *theirs <= first,
+                _ => true,
+            },
+            _ => true,
+        })
+    }
+
+    /// The value of these links at `value`'s pointer, of its kind.
+    fn counterpart(&self, value: &Spilled) -> Option<&Spilled> {
+        self.values.iter().find(|v| {
+            core::mem::discriminant(&v.kind) == core::mem::discriminant(&value.kind)
+                && v.pointer == value.pointer
+                && !v.pointer.is_empty()
+        })
     }
 
     /// Writes into `frame` (the one it came with) the notice and a
@@ -130,6 +259,7 @@ impl Links {
         };
         let mut blocks = Vec::new();
         let mut linked = 0;
+        let mut rests = false;
         for value in &self.values {
             let Some(place) = link(value) else {
                 continue;
@@ -142,6 +272,7 @@ impl Links {
             }
             blocks.extend_from_slice(&block);
             linked += 1;
+            rests |= matches!(value.kind, SpillKind::Elements { .. });
         }
         let mut text = Vec::with_capacity(self.len);
         if self.comma {
@@ -150,18 +281,23 @@ impl Links {
         text.extend_from_slice(NOTICE_HEAD);
         text.extend_from_slice(&self.notice);
         if linked > 0 {
+            let mut sentence = Vec::with_capacity(LINK_NOTICE);
             let _ = write!(
-                Digits(&mut text),
+                Digits(&mut sentence),
                 ". The full value of {linked} of them is linked below (resource_link)"
             );
+            if rests {
+                sentence.extend_from_slice(b" (of an array, the items left out)");
+            }
             let plain = how.len() <= 100
                 && how
                     .bytes()
                     .all(|c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\');
-            if plain && !how.is_empty() {
-                text.extend_from_slice(b": ");
-                text.extend_from_slice(how.as_bytes());
+            if plain && !how.is_empty() && sentence.len() + 2 + how.len() <= LINK_NOTICE {
+                sentence.extend_from_slice(b": ");
+                sentence.extend_from_slice(how.as_bytes());
             }
+            text.extend_from_slice(&sentence);
         }
         text.extend_from_slice(NOTICE_END);
         text.extend_from_slice(&blocks);
@@ -183,10 +319,13 @@ fn link_block(value: &Spilled, place: &Link<'_>) -> Option<Vec<u8>> {
                 .bytes()
                 .all(|c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\')
     };
-    let name = match value.pointer.strip_prefix('/') {
+    let mut name = match value.pointer.strip_prefix('/') {
         Some(name) if plain(name) && !name.is_empty() => String::from(name),
         _ => alloc::format!("value {}", value.value),
     };
+    if let SpillKind::Elements { first } = value.kind {
+        let _ = write!(name, " from item {first}");
+    }
     if !plain(place.uri) || !plain(&value.mime) {
         return None;
     }

@@ -77,8 +77,9 @@
 //! in order, its end), so the caller can keep the full value elsewhere, and
 //! it keeps room in `content` for a `resource_link` block per value, which
 //! the caller writes once it knows where the values went
-//! ([`Links::fill`]). The remaining elements of a cut array are not
-//! reported.
+//! ([`Links::fill`]). A cut array is reported too, from the first element
+//! it left out to its end ([`SpillKind::Elements`]), so no element is gone:
+//! the ones before are in the result, the rest in the spilled value.
 //!
 //! The input is assumed to be the valid JSON the framer checks on the same
 //! bytes; on anything else the condenser returns an error or output to be
@@ -116,6 +117,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
+use links::ElementsStep;
 use record::Cut;
 use room::Tracked;
 use string::Str;
@@ -276,6 +278,15 @@ pub enum SpillKind {
     /// The base64 `data` or `blob` of a content block: its raw bytes decode
     /// (JSON escapes, then base64) to the binary value.
     Binary,
+    /// The elements of a cut array from `first` (numbered from 0) to its
+    /// end, left out of the result: its raw bytes are a JSON array of them,
+    /// one element a line (`[`, newline, each element as written, its
+    /// comma, newline, …, `]`), so they can be searched line by line.
+    Elements {
+        /// The number of the first element it holds: the elements before
+        /// it were kept in the result.
+        first: u64,
+    },
 }
 
 /// The contents of a value the condenser cut, reported as it reads them
@@ -406,6 +417,12 @@ pub struct Condenser {
     error: Option<CondenseError>,
     /// Cut values are reported and linked ([`Condenser::with_links`]).
     linking: bool,
+    /// The cut array whose remaining elements are being reported: its
+    /// value number and its depth (the stack's length while it is open).
+    elements: Option<(u32, usize)>,
+    /// What the last byte between tokens did to that report (read by
+    /// `scan`, which holds the input and the callback).
+    elements_step: Option<ElementsStep>,
     /// The values reported, and for each the depth of the content block
     /// it is in (its media type is known when the block closes).
     spilled: Vec<(Spilled, Option<usize>)>,
@@ -448,6 +465,8 @@ impl Condenser {
             replacing: false,
             error: None,
             linking: false,
+            elements: None,
+            elements_step: None,
             spilled: Vec::new(),
             notice_len: NOTICE_SLOT,
             stated: None,

@@ -17,7 +17,7 @@
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 
-use super::links::media_type;
+use super::links::{ElementsStep, media_type};
 use super::record::replacement_text;
 use super::{
     CondenseError, Condenser, Digits, ELEMENT_ROOM, MARKER_SLOT, MAX_KEY, REPLACEMENT_ROOM,
@@ -116,6 +116,11 @@ pub(super) struct Level {
 }
 
 impl Level {
+    /// The JSON Pointer segment of its own position.
+    pub(super) fn segment(&self) -> &[u8] {
+        &self.segment
+    }
+
     fn new(object: bool, role: Role, muted: bool, segment: Vec<u8>) -> Level {
         Level {
             object,
@@ -150,6 +155,8 @@ impl Condenser {
         spill: &mut dyn FnMut(Spill<'_>),
     ) -> Result<(), CondenseError> {
         let mut i = 0;
+        // Where the unreported bytes of a cut array's rest start.
+        let mut run = self.elements.map(|_| 0);
         while i < bytes.len() {
             match self.mode {
                 Mode::InString | Mode::InStringEscape => {
@@ -195,9 +202,20 @@ impl Condenser {
                 }
                 _ => {
                     self.step(bytes[i])?;
+                    if let Some(step) = self.elements_step.take() {
+                        run = self.report_elements(step, bytes, i, run, spill);
+                    }
                     i += 1;
                 }
             }
+        }
+        if let (Some(from), Some((value, _))) = (run, self.elements)
+            && from < bytes.len()
+        {
+            spill(Spill::Raw {
+                value,
+                bytes: &bytes[from..],
+            });
         }
         Ok(())
     }
@@ -341,12 +359,17 @@ impl Condenser {
                         .iter()
                         .all(|&(_, len)| len < self.budget / STEAL_SHARE)
             });
+        let depth = self.stack.len();
         if let Some(level) = self.stack.last_mut()
             && !level.object
         {
             level.index += 1;
             if cut_here {
                 level.cut = true;
+                let first = level.index - 1;
+                self.begin_elements(first);
+            } else if self.elements.is_some_and(|(_, at)| at == depth) {
+                self.elements_step = Some(ElementsStep::Element);
             }
         }
         let comma = core::mem::take(&mut self.comma_pending);
@@ -473,6 +496,7 @@ impl Condenser {
         if level.cut {
             let pointer = self.pointer(&level.segment);
             self.record_as(pointer, level.written, level.index, "items");
+            self.end_elements();
         }
         self.reserve -= 1;
         self.out.push(if level.object { b'}' } else { b']' });
