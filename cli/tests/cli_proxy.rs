@@ -261,11 +261,19 @@ async fn clip_condenses_results_over_the_content_budget() {
     assert_eq!(marker["cut"], json!(["/content"]), "{marker}");
     let blocks = answer.result["content"].as_array().unwrap();
     assert!(blocks.len() > 100, "a prefix of the blocks is kept");
+    // The notice, then the link to the blocks left out.
+    let [.., notice, rest] = &blocks[..] else {
+        panic!("no notice and link: {}", answer.result)
+    };
     assert!(
-        blocks.last().unwrap()["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("[drainpipe]")
+        notice["text"].as_str().unwrap().starts_with("[drainpipe]"),
+        "{notice}"
+    );
+    assert_eq!(rest["type"], "resource_link", "{rest}");
+    assert_eq!(
+        rest["name"],
+        format!("content from item {}", blocks.len() - 2),
+        "{rest}"
     );
     for (id_last, bytes) in [(false, 600_000), (true, 600_000), (true, 5_000_000)] {
         let answer = within(

@@ -283,6 +283,125 @@ async fn a_cut_value_is_linked_paged_ranged_and_searched() {
     shutdown_clean(&session).await;
 }
 
+/// The whole of the value at `uri`, read range by range with
+/// `drainpipe_read` (as an agent without `resources/read` would).
+async fn read_whole_with_tool(session: &Session, uri: &str) -> Vec<u8> {
+    let mut all = Vec::new();
+    loop {
+        let range = read_tool(session, json!({"uri": uri, "offset": all.len()})).await;
+        assert_ne!(range["isError"], json!(true), "{range}");
+        let text = range["content"][0]["text"].as_str().expect("text");
+        let meta = &range["_meta"]["io.drainpipe/range"];
+        assert_eq!(meta["offset"], json!(all.len()), "{meta}");
+        assert!(!text.is_empty(), "a range moves on: {meta}");
+        all.extend_from_slice(text.as_bytes());
+        if all.len() as u64 >= meta["size"].as_u64().expect("size") {
+            return all;
+        }
+        assert!(all.len() < 64 << 20, "reading ends");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_array_reads_back_whole_one_element_a_line() {
+    let tmp = TempDir::new("array");
+    let Some(session) = proxied(&["--clip", "64KiB", "--metrics", "none"], &tmp.0).await else {
+        return;
+    };
+    // A search result as structured content: 20,000 matches, 2 MB.
+    let matches: Vec<Value> = (0..20_000)
+        .map(|i| json!({"path": format!("src/dir{}/file{i}.rs", i % 97), "line": i, "text": format!("let needle_{i} = \"«{i}»\";")}))
+        .collect();
+    let result = within(
+        30,
+        "echo a search result",
+        tool(&session, "echo", json!({"matches": matches}), opts(25)),
+    )
+    .await
+    .expect("a condensed result")
+    .result;
+    let kept = result["structuredContent"]["matches"]
+        .as_array()
+        .expect("the matches kept");
+    let link = result["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .find(|b| {
+            b["type"] == "resource_link"
+                && b["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("structuredContent/matches from item "))
+        })
+        .unwrap_or_else(|| panic!("no link for the matches left out: {result}"))
+        .clone();
+    assert_eq!(link["mimeType"], "application/json");
+    let first: usize = link["name"].as_str().unwrap()
+        ["structuredContent/matches from item ".len()..]
+        .parse()
+        .expect("the first item linked");
+    assert!(first <= kept.len() && first < matches.len(), "{first}");
+    let uri = link["uri"].as_str().unwrap().to_string();
+
+    // Read back whole with the tool: the matches left out, as JSON.
+    let rest = read_whole_with_tool(&session, &uri).await;
+    assert_eq!(link["size"], json!(rest.len()));
+    let rest_value: Vec<Value> = serde_json::from_slice(&rest).expect("the rest is a JSON array");
+    assert_eq!(&kept[..first], &matches[..first]);
+    assert!(
+        rest_value == matches[first..],
+        "the rest differs from the original"
+    );
+    // One element a line: a pattern finds one match as one line.
+    let wanted = matches.len() - 3;
+    let found = read_tool(
+        &session,
+        json!({"uri": uri, "pattern": format!("\"line\":{wanted},")}),
+    )
+    .await;
+    let listed = found["content"][0]["text"].as_str().unwrap();
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    let (_, line) = listed.split_once(": ").expect("offset: line");
+    let element: Value = serde_json::from_str(line.trim_end().trim_end_matches(','))
+        .unwrap_or_else(|e| panic!("{e}: {listed}"));
+    assert_eq!(element, matches[wanted]);
+
+    // Many blocks: the blocks left out are linked the same way.
+    let blocks = tool_call(
+        &session,
+        "many_blocks",
+        json!({"count": 20_000, "block_bytes": 40}),
+    )
+    .await
+    .result;
+    let content = blocks["content"].as_array().expect("content");
+    let link = content
+        .iter()
+        .find(|b| {
+            b["type"] == "resource_link"
+                && b["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("content from item "))
+        })
+        .unwrap_or_else(|| panic!("no link for the blocks left out: {blocks}"));
+    let first: usize = link["name"].as_str().unwrap()["content from item ".len()..]
+        .parse()
+        .expect("the first block linked");
+    let rest = read_whole_with_tool(&session, link["uri"].as_str().unwrap()).await;
+    let rest: Vec<Value> = serde_json::from_slice(&rest).expect("JSON");
+    assert_eq!(first + rest.len(), 20_000);
+    let block = "b".repeat(40);
+    for (n, got) in rest.iter().enumerate() {
+        assert_eq!(got["text"], json!(format!("{}:{block}", first + n)));
+    }
+    // The blocks kept are the ones before.
+    for (n, kept) in content.iter().take(first).enumerate() {
+        assert_eq!(kept["text"], json!(format!("{n}:{block}")));
+    }
+    fixture_echo_quickly(&session, "after reading spilled arrays").await;
+    shutdown_clean(&session).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_left_out_image_is_kept_as_bytes_and_read_back_as_base64() {
     use base64::Engine as _;

@@ -23,6 +23,9 @@ struct Open {
     /// Binary: base64 characters held until a group of four is complete.
     carry: Vec<u8>,
     binary: bool,
+    /// The rest of a cut array: its bytes are JSON as reported, written
+    /// as they come.
+    json: bool,
     len: u64,
 }
 
@@ -47,6 +50,7 @@ pub(super) fn run(shared: &Shared, commands: Receiver<Command>) {
                                 text: Vec::new(),
                                 carry: Vec::new(),
                                 binary: kind == SpillKind::Binary,
+                                json: matches!(kind, SpillKind::Elements { .. }),
                                 len: 0,
                             },
                         );
@@ -107,6 +111,9 @@ fn write(
     raw: &[u8],
     last: bool,
 ) -> Result<(), String> {
+    if entry.json {
+        return append(shared, file, &mut entry.out, &mut entry.len, raw);
+    }
     entry.text.clear();
     entry
         .unescape
@@ -137,15 +144,25 @@ fn write(
     } else {
         &entry.text
     };
+    append(shared, file, &mut entry.out, &mut entry.len, bytes)
+}
+
+/// Appends decoded `bytes` to the file (`len` long so far), within the
+/// quota.
+fn append(
+    shared: &Shared,
+    file: u64,
+    out: &mut BufWriter<File>,
+    len: &mut u64,
+    bytes: &[u8],
+) -> Result<(), String> {
     if bytes.is_empty() {
         return Ok(());
     }
     make_room(shared, file, bytes.len() as u64)?;
-    entry
-        .out
-        .write_all(bytes)
+    out.write_all(bytes)
         .map_err(|e| format!("could not write its file: {e}"))?;
-    entry.len += bytes.len() as u64;
+    *len += bytes.len() as u64;
     Ok(())
 }
 
