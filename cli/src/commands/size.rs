@@ -1,7 +1,7 @@
 //! Sizes as people write them: `4MiB`, `512KiB`, `1GB`, `65536`; and
 //! content budgets: a size, `50000chars` or `25000tokens`.
 
-use drainpipe_framer::budget::{Clip, MIN_CONDENSE_BUDGET, Unit};
+use drainpipe_framer::budget::{Clip, Keep, MIN_CONDENSE_BUDGET, Unit};
 
 /// Parses a content budget (`--clip`): a size in bytes, or a count of
 /// characters or tokens (`50000chars`, `25000tokens`; `_` and the singular
@@ -23,7 +23,11 @@ pub(crate) fn parse_clip(text: &str) -> Result<Clip, String> {
                 .replace('_', "")
                 .parse()
                 .map_err(|_| format!("`{text}` is not a count (try 50000chars or 25000tokens)"))?;
-            Clip { amount, unit }
+            Clip {
+                amount,
+                unit,
+                keep: Keep::default(),
+            }
         }
         None => Clip::bytes(parse_size(text)?),
     };

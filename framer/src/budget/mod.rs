@@ -41,8 +41,8 @@ mod wire;
 
 pub use capture::{Capture, CaptureReport, CapturedOutput};
 pub use condense::{
-    CondenseError, Condensed, Condenser, LINK_NOTICE, Ladder, Link, Links, MARKER_KEY, MAX_LINKS,
-    MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET, Spill, SpillKind, Spilled,
+    CondenseError, Condensed, Condenser, Keep, LINK_NOTICE, Ladder, Link, Links, MARKER_KEY,
+    MAX_LINKS, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET, Spill, SpillKind, Spilled,
 };
 pub use config::{BudgetError, Continuation, ResultConfig};
 pub use result::{BudgetedResult, Pushed, ResultBuilder};

@@ -21,6 +21,8 @@ use alloc::vec::Vec;
 
 use serde_json::Value;
 
+use super::Keep;
+
 /// The unit a content budget counts in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -48,13 +50,15 @@ impl Unit {
     }
 }
 
-/// A content budget: an amount in a unit.
+/// A content budget: an amount in a unit, and what a cut text keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Clip {
     /// How many units.
     pub amount: usize,
     /// Which unit.
     pub unit: Unit,
+    /// What a cut text keeps: both ends unless told ([`Clip::keeping`]).
+    pub keep: Keep,
 }
 
 /// The byte budgets tried for a budget in characters, as multiples of the
@@ -68,11 +72,18 @@ const CHAR_RUNGS: [usize; 7] = [8, 10, 12, 16, 24, 32, 48];
 const TOKEN_RUNGS: [usize; 8] = [8, 12, 16, 20, 24, 32, 40, 48];
 
 impl Clip {
+    /// This budget, each cut text keeping `keep`.
+    pub fn keeping(mut self, keep: Keep) -> Self {
+        self.keep = keep;
+        self
+    }
+
     /// A budget in bytes on the wire.
     pub fn bytes(amount: usize) -> Self {
         Clip {
             amount,
             unit: Unit::Bytes,
+            keep: Keep::Ends,
         }
     }
 
@@ -81,6 +92,7 @@ impl Clip {
         Clip {
             amount,
             unit: Unit::Chars,
+            keep: Keep::Ends,
         }
     }
 
@@ -89,6 +101,7 @@ impl Clip {
         Clip {
             amount,
             unit: Unit::Tokens,
+            keep: Keep::Ends,
         }
     }
 

@@ -26,8 +26,8 @@ use serde_json::{Map, Value, json};
 
 use super::Rng;
 use crate::budget::{
-    Clip, Condensed, Condenser, LINK_NOTICE, Ladder, Link, MARKER_KEY, MIN_LINKED_BUDGET, Spill,
-    SpillKind, Spilled, Unit, shown_size, utf16_len,
+    Clip, Condensed, Condenser, Keep, LINK_NOTICE, Ladder, Link, MARKER_KEY, MIN_LINKED_BUDGET,
+    Spill, SpillKind, Spilled, Unit, shown_size, utf16_len,
 };
 
 /// Characters that exercise every escape and UTF-8 width.
@@ -161,7 +161,19 @@ fn pieces<'a>(line: &'a [u8], lengths: &'a [usize]) -> impl Iterator<Item = &'a 
 
 /// Condenses `line` fed in pieces of the given lengths (cycled).
 pub fn condense_split(line: &[u8], budget: usize, lengths: &[usize]) -> Result<Condensed, String> {
-    let mut condenser = Condenser::new(budget).map_err(|e| e.to_string())?;
+    condense_split_keeping(line, budget, lengths, Keep::Head)
+}
+
+/// [`condense_split`], keeping `keep` of each cut text.
+pub fn condense_split_keeping(
+    line: &[u8],
+    budget: usize,
+    lengths: &[usize],
+    keep: Keep,
+) -> Result<Condensed, String> {
+    let mut condenser = Condenser::new(budget)
+        .map_err(|e| e.to_string())?
+        .keeping(keep);
     for piece in pieces(line, lengths) {
         condenser.feed(piece).map_err(|e| e.to_string())?;
         assert!(condenser.written() <= budget, "wrote past the budget");
@@ -192,8 +204,21 @@ pub fn check_ladder(
     lengths: &[usize],
     linked: bool,
 ) -> Result<(), String> {
+    check_ladder_keeping(line, clip, lengths, linked, Keep::Head)
+}
+
+/// [`check_ladder`], every rung keeping `keep` of each cut text.
+pub fn check_ladder_keeping(
+    line: &[u8],
+    clip: Clip,
+    lengths: &[usize],
+    linked: bool,
+    keep: Keep,
+) -> Result<(), String> {
     let rungs = clip.rungs();
-    let mut ladder = Ladder::for_clip(clip).map_err(|e| e.to_string())?;
+    let mut ladder = Ladder::for_clip(clip)
+        .map_err(|e| e.to_string())?
+        .keeping(keep);
     if linked {
         ladder = ladder.with_links().map_err(|e| e.to_string())?;
     }
@@ -289,7 +314,8 @@ pub fn check_ladder(
     if linked && let Some(&smallest) = rungs.iter().find(|&&b| b >= MIN_LINKED_BUDGET) {
         let mut spiller = Condenser::new(smallest)
             .and_then(Condenser::with_links)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.to_string())?
+            .keeping(keep);
         spiller.feed(line).map_err(|e| e.to_string())?;
         if let Ok(Condensed::Cut {
             links: Some(links), ..
@@ -318,7 +344,8 @@ pub fn check_ladder(
     for &larger in rungs.iter().filter(|&&b| b > budget) {
         let mut alone = Condenser::new(larger)
             .map_err(|e| e.to_string())?
-            .stating(clip);
+            .stating(clip)
+            .keeping(keep);
         if linked {
             alone = alone.with_links().map_err(|e| e.to_string())?;
         }
@@ -363,9 +390,20 @@ pub fn condense_linked(
     budget: usize,
     lengths: &[usize],
 ) -> Result<(Condensed, Vec<SpilledRaw>), String> {
+    condense_linked_keeping(line, budget, lengths, Keep::Head)
+}
+
+/// [`condense_linked`], keeping `keep` of each cut text.
+pub fn condense_linked_keeping(
+    line: &[u8],
+    budget: usize,
+    lengths: &[usize],
+    keep: Keep,
+) -> Result<(Condensed, Vec<SpilledRaw>), String> {
     let mut condenser = Condenser::new(budget)
         .and_then(Condenser::with_links)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        .keeping(keep);
     let mut raws: Vec<(Vec<u8>, bool)> = Vec::new();
     let mut open: Option<u32> = None;
     let mut order = Ok(());
@@ -671,10 +709,12 @@ pub fn check_condensed(
 fn within(original: &Value, kept: &Value, at: &str) -> Result<(), String> {
     match (original, kept) {
         (Value::String(o), Value::String(k)) => {
-            if o.starts_with(k.as_str()) {
+            if o.starts_with(k.as_str()) || kept_ends(o, k) {
                 Ok(())
             } else {
-                Err(format!("{at}: not a prefix"))
+                Err(format!(
+                    "{at}: neither a prefix nor a beginning, a true mark and an end"
+                ))
             }
         }
         (Value::Array(o), Value::Array(k)) => {
@@ -709,6 +749,41 @@ fn within(original: &Value, kept: &Value, at: &str) -> Result<(), String> {
         (o, k) if o == k => Ok(()),
         _ => Err(format!("{at}: changed")),
     }
+}
+
+/// Whether `kept` is a beginning of `original`, the mark that says how
+/// many bytes were left out after it (and from which byte), and an end of
+/// `original`, the numbers exact ([`Keep`]).
+pub fn kept_ends(original: &str, kept: &str) -> bool {
+    const OPEN: &str = "\n[… drainpipe left out ";
+    const MIDDLE: &str = " bytes here, from byte ";
+    const CLOSE: &str = " …]\n";
+    let number = |s: &str, until: &str| -> Option<(u64, usize)> {
+        let end = s.find(until)?;
+        let digits = &s[..end];
+        let n = digits
+            .parse()
+            .ok()
+            .filter(|_| digits.bytes().all(|b| b.is_ascii_digit()))?;
+        Some((n, end + until.len()))
+    };
+    kept.match_indices(OPEN).any(|(at, _)| {
+        let head = &kept[..at];
+        let rest = &kept[at + OPEN.len()..];
+        let Some((left_out, used)) = number(rest, MIDDLE) else {
+            return false;
+        };
+        let rest = &rest[used..];
+        let Some((from, used)) = number(rest, CLOSE) else {
+            return false;
+        };
+        let tail = &rest[used..];
+        from == head.len() as u64
+            && original.starts_with(head)
+            && original.ends_with(tail)
+            && left_out > 0
+            && original.len() as u64 == from + left_out + tail.len() as u64
+    })
 }
 
 /// A content block with a binary value, replaced by the notice text block.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use drainpipe_framer::Config as FramerConfig;
-use drainpipe_framer::budget::{Clip, Unit};
+use drainpipe_framer::budget::{Clip, Keep, Unit};
 
 use super::CaptureLimits;
 #[cfg(doc)]
@@ -164,6 +164,9 @@ pub struct CallOptions {
     /// default), or characters or tokens of what a host shows the model
     /// (see [`drainpipe_framer::budget::Clip`]).
     pub condense_unit: Unit,
+    /// What a cut text keeps: both ends (the default), its beginning or its
+    /// end ([`Keep`]).
+    pub condense_keep: Keep,
 }
 
 impl CallOptions {
@@ -187,6 +190,7 @@ impl CallOptions {
     pub fn condensed_within(mut self, clip: Clip) -> Self {
         self.condense_to = Some(clip.amount);
         self.condense_unit = clip.unit;
+        self.condense_keep = clip.keep;
         self
     }
 
@@ -195,6 +199,7 @@ impl CallOptions {
         self.condense_to.map(|amount| Clip {
             amount,
             unit: self.condense_unit,
+            keep: self.condense_keep,
         })
     }
 }

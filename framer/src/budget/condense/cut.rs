@@ -14,6 +14,7 @@
 
 use alloc::vec::Vec;
 
+use super::ends::{Keep, Tail};
 use super::room::Tracked;
 use super::{Condenser, MAX_LINKS, MAX_TRACKED, SHORT_STRING, SLACK, Spill, SpillKind};
 
@@ -90,6 +91,14 @@ impl Condenser {
         let head =
             (self.linking && self.spilled.len() < MAX_LINKS).then(|| self.out[start..].to_vec());
         let boundary = unit_boundary(&self.out[start..], limit);
+        if self.keep != Keep::Head {
+            // Its end starts with what was written past the cut, then
+            // the rest of this piece.
+            let mut tail = Tail::new(self.keep, boundary);
+            tail.push(&self.out[start + boundary..]);
+            tail.push(piece);
+            s.tail = Some(tail);
+        }
         self.out.truncate(start + boundary);
         s.cut = true;
         let candidates = s.candidates;

@@ -27,7 +27,9 @@ use alloc::vec::Vec;
 
 use crate::budget::{Clip, Unit};
 
-use super::{CondenseError, Condensed, Condenser, LINK_NOTICE, Links, MIN_LINKED_BUDGET, Spill};
+use super::{
+    CondenseError, Condensed, Condenser, Keep, LINK_NOTICE, Links, MIN_LINKED_BUDGET, Spill,
+};
 
 /// One condenser per byte budget, fed alike (see the module docs).
 #[derive(Debug)]
@@ -59,12 +61,23 @@ impl Ladder {
     }
 
     /// A ladder over `clip`'s rungs ([`Clip::rungs`]) whose notices name
-    /// the budget as `clip` does (`a budget of 50000 characters`).
+    /// the budget as `clip` does (`a budget of 50000 characters`), keeping
+    /// of each cut text what `clip` keeps.
     pub fn for_clip(clip: Clip) -> Result<Self, CondenseError> {
         let mut ladder = Ladder::new(&clip.rungs())?;
         let rungs = core::mem::take(&mut ladder.rungs);
-        ladder.rungs = rungs.into_iter().map(|r| r.stating(clip)).collect();
+        ladder.rungs = rungs
+            .into_iter()
+            .map(|r| r.stating(clip).keeping(clip.keep))
+            .collect();
         Ok(ladder)
+    }
+
+    /// Every rung keeps `keep` of each cut text ([`Condenser::keeping`]).
+    pub fn keeping(mut self, keep: Keep) -> Self {
+        let rungs = core::mem::take(&mut self.rungs);
+        self.rungs = rungs.into_iter().map(|r| r.keeping(keep)).collect();
+        self
     }
 
     /// Keeps room for links on every rung that can hold them; the smallest

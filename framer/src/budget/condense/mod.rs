@@ -6,7 +6,10 @@
 //! except inside `result`:
 //!
 //! - a long string value is cut at a character and escape boundary (its
-//!   head kept, so the decoded kept text is a prefix of the original);
+//!   head kept, so the decoded kept text is a prefix of the original; or,
+//!   with [`Condenser::keeping`], its head and its end, or its end, around
+//!   a mark that says how many bytes were left out there and from which
+//!   byte: see `ends`);
 //! - a long array is cut to a prefix of its elements;
 //! - a string in `structuredContent` that mirrors a cut `content` text (the
 //!   same bytes, as servers on the official SDKs write it) is cut to the same
@@ -99,8 +102,11 @@
 //! - `record`: what was cut, said in the marker, the notice and the block
 //!   that replaces a binary value left out.
 //! - `links`: reporting cut values for spilling, and linking them.
+//! - `ends`: keeping the end of a cut text too, rewritten in its room at
+//!   the end of the line.
 
 mod cut;
+mod ends;
 mod ladder;
 mod links;
 mod record;
@@ -111,6 +117,7 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
+pub use ends::Keep;
 pub use ladder::Ladder;
 
 use alloc::string::String;
@@ -415,6 +422,8 @@ pub struct Condenser {
     /// A content block is being replaced: nothing more of it is written.
     replacing: bool,
     error: Option<CondenseError>,
+    /// What a cut text keeps ([`Condenser::keeping`]).
+    keep: Keep,
     /// Cut values are reported and linked ([`Condenser::with_links`]).
     linking: bool,
     /// The cut array whose remaining elements are being reported: its
@@ -464,6 +473,7 @@ impl Condenser {
             texts: Vec::new(),
             replacing: false,
             error: None,
+            keep: Keep::Head,
             linking: false,
             elements: None,
             elements_step: None,
@@ -544,6 +554,7 @@ impl Condenser {
         if self.cut_count == 0 {
             return Ok(Condensed::Unchanged);
         }
+        self.keep_ends();
         let links = self.fill_slots();
         debug_assert!(self.out.len() <= self.budget);
         Ok(Condensed::Cut {

@@ -98,7 +98,7 @@ impl Condenser {
         let _ = match self.stated {
             Some(clip) => write!(
                 Digits(&mut body),
-                "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} {} (it was {} bytes): {} value(s) cut, each keeping its beginning",
+                "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} {} (it was {} bytes): {} value(s) cut, {}",
                 clip.amount,
                 match clip.unit {
                     Unit::Tokens => "tokens",
@@ -106,14 +106,16 @@ impl Condenser {
                     _ => "bytes",
                 },
                 self.fed,
-                self.cut_count
+                self.cut_count,
+                self.keep.says()
             ),
             None => write!(
                 Digits(&mut body),
-                "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} (it was {} bytes): {} value(s) cut, each keeping its beginning",
+                "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} (it was {} bytes): {} value(s) cut, {}",
                 self.budget,
                 self.fed,
-                self.cut_count
+                self.cut_count,
+                self.keep.says()
             ),
         };
         for (n, cut) in self.cuts.iter().enumerate() {

@@ -16,6 +16,7 @@
 use alloc::vec::Vec;
 
 use super::cut::unit_boundary;
+use super::ends::{Keep, Tail};
 use super::{CondenseError, Condenser, FREE_SHARE, SHORT_STRING, SLACK, Spill, SpillKind};
 
 /// A text in the output that may be cut shorter later: a cut text (to give
@@ -44,6 +45,10 @@ pub(super) struct Tracked {
     /// It was inside a content block that was replaced: it is no longer in
     /// the output, and nothing mirrors it.
     pub(super) dead: bool,
+    /// Its decoded length, and once cut, its end (`ends.rs`), when the end
+    /// of a text is kept.
+    pub(super) decoded: u64,
+    pub(super) tail: Option<Tail>,
 }
 
 impl Condenser {
@@ -208,6 +213,23 @@ impl Condenser {
                 // Its block (if any) is closed: its media type stays.
                 self.spilled[value as usize].1 = None;
                 self.texts[index].spilled = true;
+            }
+        }
+        // Its end: for a text kept whole, the bytes cut now end it; a cut
+        // one needs less of its end than before.
+        if self.keep != Keep::Head {
+            for &(start, old, new, index) in &cuts {
+                let m = &mut self.texts[index];
+                match m.tail.as_mut() {
+                    Some(tail) => tail.shrink(self.keep, new, &self.out[start + new..start + old]),
+                    None if m.whole => {
+                        let mut tail = Tail::new(self.keep, new);
+                        tail.push(&self.out[start + new..start + old]);
+                        tail.trim();
+                        m.tail = Some(tail);
+                    }
+                    None => {}
+                }
             }
         }
         // The bytes kept between the cuts move back, each once.

@@ -13,6 +13,7 @@
 
 use alloc::vec::Vec;
 
+use super::ends::{Decoded, Keep, Tail};
 use super::room::Tracked;
 use super::walk::{Mode, Role};
 use super::{
@@ -62,6 +63,10 @@ pub(super) struct Str {
     pub(super) segment: Vec<u8>,
     /// Its number, once it is cut and reported for spilling.
     pub(super) spill: Option<u32>,
+    /// Texts, when their end may be kept: their decoded length so far, and
+    /// once cut, the bytes read after the cut (`ends.rs`).
+    pub(super) decoded: Decoded,
+    pub(super) tail: Option<Tail>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +133,8 @@ impl Condenser {
             captured: Vec::new(),
             segment,
             spill: None,
+            decoded: Decoded::default(),
+            tail: None,
         });
         self.mode = Mode::InString;
         Ok(())
@@ -188,6 +195,12 @@ impl Condenser {
             let room = MAX_CAPTURE.saturating_sub(s.captured.len());
             s.captured
                 .extend_from_slice(&piece[..piece.len().min(room)]);
+        }
+        if s.policy == Policy::Text && self.keep != Keep::Head {
+            s.decoded.feed(piece);
+            if let Some(tail) = s.tail.as_mut() {
+                tail.push(piece);
+            }
         }
         if s.cut {
             if let Some(value) = s.spill {
@@ -321,6 +334,8 @@ impl Condenser {
                 original: s.len,
                 spilled: s.spill.is_some(),
                 dead: false,
+                decoded: s.decoded.total,
+                tail: s.tail,
             });
         }
         self.out.push(b'"');
