@@ -3,16 +3,18 @@
 //! `drainpipe_framer::testing::condense`'s oracle.
 
 use arbitrary::Arbitrary;
-use drainpipe_framer::budget::{Clip, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET};
+use drainpipe_framer::budget::{Clip, Keep, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET};
 use drainpipe_framer::testing::Rng;
 use drainpipe_framer::testing::condense::{
-    check_condensed, check_ladder, condense_split, tool_response,
+    check_condensed, check_ladder_keeping, condense_split_keeping, tool_response,
 };
 
 /// One fuzz input: the response generator's seed, the budget above the
 /// minimum (in 16-byte steps), the lengths the line is fed in, and the
 /// budget's unit (by its remainder of 4: bytes twice, characters, tokens;
-/// characters and tokens with links when the seed is odd).
+/// characters and tokens with links when the seed is odd), and what a cut
+/// text keeps (by the unit's quotient by 4, remainder of 3: its beginning,
+/// its end, both).
 #[derive(Arbitrary, Debug)]
 pub struct CondenseInput {
     seed: u64,
@@ -32,6 +34,7 @@ pub fn check_condense(input: &CondenseInput) {
         .iter()
         .map(|&n| usize::from(n).max(1))
         .collect();
+    let keep = [Keep::Head, Keep::Tail, Keep::Ends][usize::from(input.unit / 4 % 3)];
     if input.unit % 4 >= 2 {
         // Characters or tokens: the ladder takes the largest rung that
         // fits, within the amount (see `check_ladder`).
@@ -40,18 +43,22 @@ pub fn check_condense(input: &CondenseInput) {
             2 => Clip::chars(amount),
             _ => Clip::tokens(amount),
         };
-        if let Err(e) = check_ladder(&line, clip, &lengths, input.seed % 2 == 1) {
-            assert!(e.contains("cannot be cut"), "seed {}, {clip}: {e}", input.seed);
+        if let Err(e) = check_ladder_keeping(&line, clip, &lengths, input.seed % 2 == 1, keep) {
+            assert!(
+                e.contains("cannot be cut"),
+                "seed {}, {clip}, keep {keep}: {e}",
+                input.seed
+            );
         }
         return;
     }
-    match condense_split(&line, budget, &lengths) {
+    match condense_split_keeping(&line, budget, &lengths, keep) {
         Ok(outcome) => {
             if let Err(e) = check_condensed(&line, budget, &outcome) {
-                panic!("seed {}, budget {budget}: {e}", input.seed);
+                panic!("seed {}, budget {budget}, keep {keep}: {e}", input.seed);
             }
             assert_eq!(
-                condense_split(&line, budget, &[]).expect("whole"),
+                condense_split_keeping(&line, budget, &[], keep).expect("whole"),
                 outcome,
                 "chunking changed the result"
             );
