@@ -289,11 +289,19 @@ async fn clip_condenses_results_over_the_content_budget() {
         .await
         .unwrap_or_else(|e| panic!("{bytes} bytes, id_last={id_last}: {e}"));
         assert!(answer.wire_bytes <= 16 << 10, "{} bytes", answer.wire_bytes);
+        // Both ends kept (the default), the mark between.
         let text = answer.result["content"][0]["text"].as_str().unwrap();
+        let (head, rest) = text
+            .split_once("\n[… drainpipe left out ")
+            .unwrap_or_else(|| panic!("no mark: {text}"));
+        let (mark, tail) = rest.split_once(" …]\n").expect("the mark ends");
         assert!(
-            text.len() > 4_000 && text.bytes().all(|b| b == b'x'),
-            "a prefix is kept"
+            mark.ends_with(&format!(" bytes here, from byte {}", head.len())),
+            "{mark}"
         );
+        for end in [head, tail] {
+            assert!(end.len() > 2_000 && end.bytes().all(|b| b == b'x'), "{end}");
+        }
         assert_eq!(
             answer.result["_meta"]["io.drainpipe/truncated"]["originalBytes"],
             json!(bytes)

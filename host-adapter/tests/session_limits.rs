@@ -433,8 +433,15 @@ async fn a_call_can_ask_for_its_result_condensed() {
             "{} bytes",
             response.wire_bytes
         );
+        // Both ends of the text (the default), the mark between.
         let text = response.result["content"][0]["text"].as_str().unwrap();
-        assert!(text.len() > 4_000 && text.bytes().all(|b| b == b'x'));
+        let (head, rest) = text
+            .split_once("\n[… drainpipe left out ")
+            .unwrap_or_else(|| panic!("no mark: {text}"));
+        let (_, tail) = rest.split_once(" …]\n").expect("the mark ends");
+        for end in [head, tail] {
+            assert!(end.len() > 2_000 && end.bytes().all(|b| b == b'x'), "{end}");
+        }
         assert_eq!(
             response.result["_meta"]["io.drainpipe/truncated"]["originalBytes"],
             json!(bytes)

@@ -81,6 +81,16 @@ async fn condensed(
 }
 
 /// The texts the client was shown.
+/// The client found the file's beginning and its end around a mark whose
+/// numbers are exact (`--keep ends`, the default), each a useful length.
+fn assert_both_ends(summary: &Value) {
+    let kept = &summary["kept"];
+    assert_eq!(kept["keep"], "ends", "{summary}");
+    for part in ["headBytes", "tailBytes"] {
+        assert!(kept[part].as_u64() > Some(1000), "{part}: {summary}");
+    }
+}
+
 fn texts(shown: &Value) -> Vec<&str> {
     shown["texts"]
         .as_array()
@@ -102,7 +112,8 @@ async fn a_budget_in_characters_holds_as_the_client_decodes() {
     assert!(chars <= BUDGET, "{chars} UTF-16 units shown");
     assert!(structured.encode_utf16().count() <= BUDGET);
     let kept = texts(&shown)[0];
-    assert!(kept.chars().count() > 1000, "a useful head: {summary}");
+    assert!(kept.chars().count() > 1000, "a useful text: {summary}");
+    assert_both_ends(&summary);
     // Not a byte budget in disguise: the result takes more bytes than the
     // amount (the file is not ASCII, and the text is sent twice).
     let marker = &summary["marker"];
@@ -130,6 +141,7 @@ async fn a_budget_in_tokens_holds_by_the_named_tokenizer() {
         structured <= BUDGET,
         "{structured} tokens of structuredContent"
     );
+    assert_both_ends(&summary);
     let marker = &summary["marker"];
     assert!(
         marker["keptBytes"].as_u64() > Some(BUDGET as u64),

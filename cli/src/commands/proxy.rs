@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::parse_duration;
 use super::size::{parse_clip, parse_size};
-use drainpipe_framer::budget::Clip;
+use drainpipe_framer::budget::{Clip, Keep};
 
 /// Run an MCP server behind a guarded stdio proxy.
 ///
@@ -31,9 +31,10 @@ pub(crate) struct ProxyArgs {
     #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size)]
     max_frame: usize,
     /// Condense `tools/call` results to this content budget, whatever their
-    /// size, over --max-frame too: long texts keep their beginning, long
-    /// arrays a prefix, and `_meta["io.drainpipe/truncated"]` plus a last
-    /// text block say what was cut. In bytes of the whole response
+    /// size, over --max-frame too: long texts keep their beginning and their
+    /// end (--keep), long arrays their first elements, and
+    /// `_meta["io.drainpipe/truncated"]` plus a last text block say what was
+    /// cut. In bytes of the whole response
     /// (`256KiB`), or in what a host shows the model: characters
     /// (`50000chars`, UTF-16 units as JavaScript counts them) or tokens
     /// (`25000tokens`, by OpenAI's o200k_base). At least 3256 of any unit.
@@ -41,6 +42,12 @@ pub(crate) struct ProxyArgs {
     /// request.
     #[arg(long, value_name = "SIZE", value_parser = parse_clip)]
     clip: Option<Clip>,
+    /// With --clip: what a cut text keeps. `ends`: its first and its last
+    /// half, with a mark between saying how many bytes were left out there
+    /// and from which byte to read them (logs and command output end with
+    /// what matters); `head`: its beginning; `tail`: its end.
+    #[arg(long, value_name = "PART", default_value = "ends")]
+    keep: Keep,
     /// With --clip: the full value of everything cut is kept in a private
     /// spill directory (removed when the proxy exits), linked from the
     /// result (`resource_link`, `drainpipe://result/...`) and read back
@@ -117,7 +124,7 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         framer: Config::default()
             .with_max_frame_bytes(args.max_frame)
             .with_max_depth(args.max_depth),
-        clip: args.clip,
+        clip: args.clip.map(|clip| clip.keeping(args.keep)),
         sandbox: args.sandbox,
         spill: (args.spill_max > 0).then_some(SpillConfig {
             max_bytes: args.spill_max as u64,

@@ -195,8 +195,9 @@ async function condensed(client, summary) {
   const result = await client.callTool({ name: option("--tool"), arguments: { path } }, undefined, { timeout: 120000 });
   summary.ms = elapsedMs(start);
   const unit = option("--unit", "bytes");
-  const { marker, keptChars, shownChars } = checkCondensed(result, original, budget, unit);
+  const { marker, keptChars, shownChars, kept } = checkCondensed(result, original, budget, unit);
   summary.kept_chars = keptChars;
+  summary.kept = kept;
   summary.shown_chars = shownChars;
   summary.marker = marker;
   summary.tail = result.content[0].text.slice(-200);

@@ -60,8 +60,9 @@ try {
     const result = await client.callTool({ name: "read_text", arguments: { path } }, undefined, { timeout: 60000 });
     summary.ms = Number(process.hrtime.bigint() - start) / 1e6;
     const unit = options.includes("--unit") ? option("--unit") : "bytes";
-    const { marker, keptChars, shownChars } = checkCondensed(result, original, budget, unit);
+    const { marker, keptChars, shownChars, kept } = checkCondensed(result, original, budget, unit);
     summary.shown_chars = shownChars;
+    summary.kept = kept;
     if (summary.protocol === "2026-07-28") {
       // The modern era's results carry the server's envelope in `_meta`.
       check(result._meta["io.modelcontextprotocol/serverInfo"] !== undefined, "the server's own _meta keys are kept");

@@ -24,6 +24,7 @@
 
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
+import { keptParts } from "./condensed-check.mjs";
 
 const argv = process.argv.slice(2);
 const split = argv.indexOf("--");
@@ -229,6 +230,19 @@ async function spill({ client, callTool, opening }, summary) {
     summary.long_range = { offset, asked: length, got: bytes.length, range: got._meta?.[RANGE] ?? null, notice: notice.text };
   }
   summary.range_ok = true;
+
+  // The kept text's mark says from which byte the rest is: read there, it
+  // goes on where the kept beginning stops.
+  {
+    const kept = keptParts(result.content[0].text, file.toString("utf8"));
+    summary.kept = kept;
+    if (kept.keep === "ends") {
+      const got = await readTool({ uri: link.uri, offset: kept.from, length: 300 });
+      const bytes = utf8(readText(got, `the rest from byte ${kept.from}`));
+      check(got._meta?.[RANGE]?.offset === kept.from, `the rest starts at byte ${kept.from}: ${preview(got._meta)}`);
+      sameBytes(bytes, file.subarray(kept.from, kept.from + bytes.length), `the rest from byte ${kept.from}`);
+    }
+  }
 
   // Search: the marker's line, at its offset.
   {
