@@ -1,6 +1,7 @@
 // The result budget for JavaScript (see `interface budget` in
-// wit/framer.wit): condensing a tools/call response of any size to a byte
-// budget as it streams, and bounded capture of an output stream. A separate
+// wit/framer.wit): condensing a tools/call response of any size to a budget
+// in bytes or characters as it streams, and bounded capture of an output
+// stream. A separate
 // entry point because its component is larger than the framer's.
 //
 //   import { Condenser, condense, Capture } from 'drainpipe-framer/budget';
@@ -16,8 +17,18 @@ const condenseError = (e) => {
 
 /**
  * Condenses one response line, fed in pieces (Uint8Array, split anywhere)
- * as it streams, into a valid response of at most `budgetBytes` bytes on the
- * wire, holding at most the budget (see `resource condenser` in the WIT).
+ * as it streams, into a valid response within a budget, holding at most
+ * the budget (see `resource condenser` in the WIT).
+ *
+ * `new Condenser(budgetBytes)`: at most that many bytes on the wire, each
+ * cut text keeping its beginning. `new Condenser(amount, { unit, keep })`:
+ * `unit` is 'bytes' (the default) or 'chars' (UTF-16 code units, as
+ * `String.length` counts them, of the texts a host shows the model; there
+ * is no tokenizer in the component: 'tokens' is refused with
+ * `unit-unavailable`), `keep` is 'ends' (the default: a cut text's
+ * beginning and end, with a mark between saying how many bytes were left
+ * out and from which byte), 'head' or 'tail'.
+ *
  * `finish()` returns the condensed frame (no newline), or `null` when
  * nothing had to be cut (send the original). Errors are thrown with the WIT
  * `condense-error` ({ tag, val }) as `cause`.
@@ -25,8 +36,17 @@ const condenseError = (e) => {
 export class Condenser {
   #inner;
 
-  constructor(budgetBytes) {
-    this.#inner = new budget.Condenser(budgetBytes);
+  constructor(budget_, options) {
+    if (options === undefined) {
+      this.#inner = new budget.Condenser(budget_);
+      return;
+    }
+    const { unit = 'bytes', keep = 'ends' } = options;
+    try {
+      this.#inner = budget.Condenser.within(budget_, unit, keep);
+    } catch (e) {
+      throw condenseError(e);
+    }
   }
 
   feed(piece) {
@@ -49,8 +69,8 @@ export class Condenser {
 }
 
 /** Condenses a whole frame: `Condenser` fed once. */
-export function condense(frame, budgetBytes) {
-  const condenser = new Condenser(budgetBytes);
+export function condense(frame, budget_, options) {
+  const condenser = new Condenser(budget_, options);
   condenser.feed(frame);
   return condenser.finish();
 }

@@ -704,6 +704,94 @@ mod full {
 }
 
 #[test]
+fn a_budget_in_characters_in_the_component_matches_the_native_ladder() {
+    use drainpipe_framer::budget::{Clip, Condensed, Keep, Ladder, shown_size, utf16_len};
+    use drainpipe_framer::testing::condense::{kept_ends, tool_response};
+    use full::exports::drainpipe::framer::budget as guest;
+
+    within(Duration::from_secs(120), || {
+        let engine = wasmtime::Engine::new(&Sandbox::engine_config()).unwrap();
+        let component = wasmtime::component::Component::new(&engine, FULL_COMPONENT_WASM).unwrap();
+        let mut store = wasmtime::Store::new(&engine, ());
+        store.set_epoch_deadline(u64::MAX);
+        let linker = wasmtime::component::Linker::new(&engine);
+        let bindings = full::Drainpipe::instantiate(&mut store, &component, &linker).unwrap();
+        let condenser = bindings.drainpipe_framer_budget().condenser();
+        let mut rng = Rng::new(8);
+        let mut frames: Vec<Vec<u8>> = (0..8).map(|_| tool_response(&mut rng)).collect();
+        let log = "step «ünïcødé» 😀 ok\n".repeat(20_000) + "error: the last line";
+        frames.push(
+            serde_json::to_vec(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": log}]}}))
+                .unwrap(),
+        );
+        let mut cut = 0;
+        for frame in &frames {
+            for (amount, keep, wit_keep) in [
+                (8_000usize, Keep::Ends, guest::Keep::Ends),
+                (20_000, Keep::Tail, guest::Keep::Tail),
+                (5_000, Keep::Head, guest::Keep::Head),
+            ] {
+                let clip = Clip::chars(amount).keeping(keep);
+                let mut ladder = Ladder::for_clip(clip).unwrap();
+                for piece in frame.chunks(4096) {
+                    let _ = ladder.feed(piece);
+                }
+                let native = ladder.finish(&mut |line, to_come| {
+                    shown_size(line, &mut utf16_len)
+                        .is_some_and(|n| n + to_come as u64 <= amount as u64)
+                });
+                let handle = condenser
+                    .call_within(&mut store, amount as u32, guest::Unit::Chars, wit_keep)
+                    .unwrap()
+                    .expect("a condenser in characters");
+                let mut fed = Ok(());
+                for piece in frame.chunks(4096) {
+                    fed = fed.and(condenser.call_feed(&mut store, handle, piece).unwrap());
+                }
+                let got = condenser.call_finish(&mut store, handle).unwrap();
+                handle.resource_drop(&mut store).unwrap();
+                match (native, got) {
+                    (Ok(Condensed::Cut { frame: mine, .. }), Ok(guest::Condensed::Cut(theirs))) => {
+                        assert_eq!(mine, theirs, "{clip} keep {keep}");
+                        let shown = shown_size(&theirs, &mut utf16_len).unwrap();
+                        assert!(shown <= amount as u64, "{shown} characters shown");
+                        cut += 1;
+                    }
+                    (Ok(Condensed::Unchanged), Ok(guest::Condensed::Unchanged)) => {}
+                    (Err(_), Err(_)) => {}
+                    (native, got) => panic!("native {native:?}, component {got:?}"),
+                }
+            }
+        }
+        assert!(cut >= 10, "only {cut} frames cut");
+        // The log keeps its last line, after a true mark.
+        let handle = condenser
+            .call_within(&mut store, 8_000, guest::Unit::Chars, guest::Keep::Ends)
+            .unwrap()
+            .unwrap();
+        condenser
+            .call_feed(&mut store, handle, frames.last().unwrap())
+            .unwrap()
+            .unwrap();
+        let Ok(guest::Condensed::Cut(frame)) = condenser.call_finish(&mut store, handle).unwrap()
+        else {
+            panic!("the log is cut")
+        };
+        let value: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+        let text = value["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(kept_ends(&log, text) && text.ends_with("error: the last line"));
+        // Tokens need a tokenizer the component does not carry.
+        let refused = condenser
+            .call_within(&mut store, 8_000, guest::Unit::Tokens, guest::Keep::Ends)
+            .unwrap();
+        assert!(matches!(
+            refused,
+            Err(guest::CondenseError::UnitUnavailable)
+        ));
+    });
+}
+
+#[test]
 fn budget_in_the_component_matches_the_native_budget() {
     use drainpipe_framer::budget::{
         Capture, CondenseError, Condensed, Condenser, MIN_CONDENSE_BUDGET,
@@ -773,6 +861,9 @@ fn budget_in_the_component_matches_the_native_budget() {
                     }
                     Err(guest::CondenseError::Incomplete) => {
                         Outcome::Error(CondenseError::Incomplete)
+                    }
+                    Err(guest::CondenseError::UnitUnavailable) => {
+                        Outcome::Error(CondenseError::UnitUnavailable)
                     }
                 };
                 let native = match native {

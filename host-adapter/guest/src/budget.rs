@@ -16,7 +16,35 @@ impl wit::Guest for Component {
 }
 
 /// The condenser; `None` once finished (or if the budget was refused).
-pub(crate) struct Condenser(RefCell<Result<Option<core_budget::Condenser>, wit::CondenseError>>);
+pub(crate) struct Condenser(RefCell<Result<Option<Inner>, wit::CondenseError>>);
+
+/// One byte budget, or a ladder of them for a budget in characters.
+enum Inner {
+    Bytes(core_budget::Condenser),
+    Ladder(core_budget::Ladder, core_budget::Clip),
+}
+
+impl Inner {
+    fn feed(&mut self, piece: &[u8]) -> Result<(), core_budget::CondenseError> {
+        match self {
+            Inner::Bytes(condenser) => condenser.feed(piece),
+            Inner::Ladder(ladder, _) => ladder.feed(piece),
+        }
+    }
+
+    fn finish(self) -> Result<core_budget::Condensed, core_budget::CondenseError> {
+        match self {
+            Inner::Bytes(condenser) => condenser.finish(),
+            Inner::Ladder(ladder, clip) => ladder.finish(&mut |line, to_come| {
+                let size = match clip.unit {
+                    core_budget::Unit::Bytes => Some(line.len() as u64),
+                    _ => core_budget::shown_size(line, &mut core_budget::utf16_len),
+                };
+                size.is_some_and(|size| size + to_come as u64 <= clip.amount as u64)
+            }),
+        }
+    }
+}
 
 fn condense_error(error: core_budget::CondenseError) -> wit::CondenseError {
     use core_budget::CondenseError as E;
@@ -27,6 +55,7 @@ fn condense_error(error: core_budget::CondenseError) -> wit::CondenseError {
         E::Overflow { at } => wit::CondenseError::Overflow(at),
         E::NotAnObject => wit::CondenseError::NotAnObject,
         E::Incomplete => wit::CondenseError::Incomplete,
+        E::UnitUnavailable => wit::CondenseError::UnitUnavailable,
         _ => panic!("condense error not in wit/framer.wit"),
     }
 }
@@ -34,9 +63,34 @@ fn condense_error(error: core_budget::CondenseError) -> wit::CondenseError {
 impl wit::GuestCondenser for Condenser {
     fn new(budget_bytes: u32) -> Self {
         let condenser = core_budget::Condenser::new(budget_bytes as usize)
-            .map(Some)
+            .map(|c| Some(Inner::Bytes(c)))
             .map_err(condense_error);
         Condenser(RefCell::new(condenser))
+    }
+
+    fn within(
+        amount: u32,
+        unit: wit::Unit,
+        keep: wit::Keep,
+    ) -> Result<wit::Condenser, wit::CondenseError> {
+        let clip = match unit {
+            wit::Unit::Bytes => core_budget::Clip::bytes(amount as usize),
+            wit::Unit::Chars => core_budget::Clip::chars(amount as usize),
+            wit::Unit::Tokens => return Err(wit::CondenseError::UnitUnavailable),
+        };
+        let clip = clip.keeping(match keep {
+            wit::Keep::Head => core_budget::Keep::Head,
+            wit::Keep::Tail => core_budget::Keep::Tail,
+            wit::Keep::Ends => core_budget::Keep::Ends,
+        });
+        if clip.amount < core_budget::MIN_CONDENSE_BUDGET {
+            return Err(wit::CondenseError::BudgetTooSmall(
+                core_budget::MIN_CONDENSE_BUDGET as u64,
+            ));
+        }
+        let ladder = core_budget::Ladder::for_clip(clip).map_err(condense_error)?;
+        let inner = Inner::Ladder(ladder, clip);
+        Ok(wit::Condenser::new(Condenser(RefCell::new(Ok(Some(inner))))))
     }
 
     fn feed(&self, piece: Vec<u8>) -> Result<(), wit::CondenseError> {

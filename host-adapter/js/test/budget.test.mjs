@@ -27,6 +27,35 @@ test('a result over budget is condensed as it streams: valid, a prefix, and it s
   assert.equal(condense(frame, frame.length + 10_000), null);
 });
 
+test('a budget in characters keeps both ends of a text within String.length', { timeout: 20_000 }, () => {
+  const text = 'step «ünïcødé» 😀 ok\n'.repeat(20_000) + 'error: the last line';
+  const frame = encoder.encode(JSON.stringify({
+    result: { content: [{ type: 'text', text }], structuredContent: { result: text } }, jsonrpc: '2.0', id: 7,
+  }));
+  const condenser = new Condenser(8000, { unit: 'chars' });
+  for (let at = 0; at < frame.length; at += 4096) condenser.feed(frame.subarray(at, at + 4096));
+  const value = JSON.parse(new TextDecoder().decode(condenser.finish()));
+  const kept = value.result.content[0].text;
+  const shown = value.result.content.reduce((n, b) => n + (b.type === 'text' ? b.text.length : 0), 0);
+  assert.ok(shown <= 8000, `${shown} UTF-16 units shown`);
+  assert.ok(JSON.stringify(value.result.structuredContent).length <= 8000);
+  // Both ends, around a mark whose numbers are exact (UTF-8 bytes).
+  const m = /\n\[… drainpipe left out (\d+) bytes here, from byte (\d+) …\]\n/.exec(kept);
+  assert.ok(m, kept.slice(0, 200));
+  const head = kept.slice(0, m.index);
+  const tail = kept.slice(m.index + m[0].length);
+  assert.ok(text.startsWith(head) && text.endsWith(tail) && tail.endsWith('error: the last line'));
+  const bytes = (s) => Buffer.byteLength(s, 'utf8');
+  assert.equal(Number(m[2]), bytes(head));
+  assert.equal(bytes(text), bytes(head) + Number(m[1]) + bytes(tail));
+  assert.equal(value.result.structuredContent.result, kept, 'the mirror is cut alike');
+  // No tokenizer in the component.
+  assert.throws(() => new Condenser(8000, { unit: 'tokens' }), (e) => e.cause.tag === 'unit-unavailable');
+  // The beginning only, on request.
+  const headOnly = JSON.parse(new TextDecoder().decode(condense(frame, 8000, { unit: 'chars', keep: 'head' })));
+  assert.ok(text.startsWith(headOnly.result.content[0].text));
+});
+
 test('responses that cannot be condensed say why', { timeout: 10_000 }, () => {
   assert.throws(() => condense(encoder.encode('[1,2]'), 1 << 20), (e) => e.cause.tag === 'not-an-object');
   assert.throws(() => condense(encoder.encode('{"id":1,"result":'), 1 << 20), (e) => e.cause.tag === 'incomplete');
