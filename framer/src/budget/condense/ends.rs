@@ -190,11 +190,14 @@ impl Tail {
         }
     }
 
-    /// Keeps about `cap` bytes: drops whole units from the front.
+    /// Keeps about `cap` bytes: drops whole units from the front. The
+    /// boundary is found from the bytes near it (`unit_boundary`), not by
+    /// reading every unit from the front: a tail trimmed all along a long
+    /// text then costs about one move of its bytes per byte read.
     pub(super) fn trim(&mut self) {
         let over = self.bytes.len().saturating_sub(self.cap);
         if over > 0 {
-            let at = units_within(&self.bytes, 0, over);
+            let at = unit_boundary(&self.bytes, over);
             if at > 0 {
                 self.bytes.drain(..at);
                 self.joined = false;
@@ -227,7 +230,7 @@ impl Tail {
 /// The first unit start at or after `at` in `s` (read from its start, a
 /// unit start), or `s.len()`.
 fn unit_at_or_after(s: &[u8], at: usize) -> usize {
-    let mut b = units_within(s, 0, at);
+    let mut b = unit_boundary(s, at);
     while b < at && b < s.len() {
         let next = (1..=12)
             .map(|step| units_within(s, b, b + step))
