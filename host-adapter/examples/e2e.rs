@@ -14,8 +14,9 @@
 //!                             -p drainpipe-cli --bins` for the fixture)
 //! e2e proxy-result [MIB]      `drainpipe proxy` in front of the fixture answering with MIB
 //!                             MiB (default 200), id last: forwarded whole (--max-frame
-//!                             above it), rejected (4 MiB limit), condensed (--clip 256KiB),
-//!                             condensed with the cut text spilled to the temp dir, and
+//!                             above it), rejected (4 MiB limit), condensed (--clip 256KiB,
+//!                             both ends kept; and --keep head), condensed with the cut
+//!                             text spilled to the temp dir, and
 //!                             condensed to 262144chars and to 65536tokens (no spill);
 //!                             time to the answer and to the next one (the line drained),
 //!                             and the proxy's peak RSS (VmHWM)
@@ -307,6 +308,10 @@ async fn main() {
                 ("forwarded whole", vec!["--max-frame", above.as_str()]),
                 ("rejected", vec![]),
                 ("condensed", vec!["--clip", "256KiB", "--spill-max", "0"]),
+                (
+                    "head only",
+                    vec!["--clip", "256KiB", "--keep", "head", "--spill-max", "0"],
+                ),
                 (
                     "condensed+spill",
                     vec!["--clip", "256KiB", "--spill-max", "4GiB"],
