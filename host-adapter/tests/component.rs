@@ -703,6 +703,17 @@ mod full {
     wasmtime::component::bindgen!({ path: "wit", world: "drainpipe" });
 }
 
+/// An instance of the full component, without deadlines.
+fn full_instance() -> (wasmtime::Store<()>, full::Drainpipe) {
+    let engine = wasmtime::Engine::new(&Sandbox::engine_config()).unwrap();
+    let component = wasmtime::component::Component::new(&engine, FULL_COMPONENT_WASM).unwrap();
+    let mut store = wasmtime::Store::new(&engine, ());
+    store.set_epoch_deadline(u64::MAX);
+    let linker = wasmtime::component::Linker::new(&engine);
+    let bindings = full::Drainpipe::instantiate(&mut store, &component, &linker).unwrap();
+    (store, bindings)
+}
+
 #[test]
 fn a_budget_in_characters_in_the_component_matches_the_native_ladder() {
     use drainpipe_framer::budget::{Clip, Condensed, Keep, Ladder, shown_size, utf16_len};
@@ -710,12 +721,7 @@ fn a_budget_in_characters_in_the_component_matches_the_native_ladder() {
     use full::exports::drainpipe::framer::budget as guest;
 
     within(Duration::from_secs(120), || {
-        let engine = wasmtime::Engine::new(&Sandbox::engine_config()).unwrap();
-        let component = wasmtime::component::Component::new(&engine, FULL_COMPONENT_WASM).unwrap();
-        let mut store = wasmtime::Store::new(&engine, ());
-        store.set_epoch_deadline(u64::MAX);
-        let linker = wasmtime::component::Linker::new(&engine);
-        let bindings = full::Drainpipe::instantiate(&mut store, &component, &linker).unwrap();
+        let (mut store, bindings) = full_instance();
         let condenser = bindings.drainpipe_framer_budget().condenser();
         let mut rng = Rng::new(8);
         let mut frames: Vec<Vec<u8>> = (0..8).map(|_| tool_response(&mut rng)).collect();
@@ -800,12 +806,7 @@ fn budget_in_the_component_matches_the_native_budget() {
     use full::exports::drainpipe::framer::budget as guest;
 
     within(Duration::from_secs(120), || {
-        let engine = wasmtime::Engine::new(&Sandbox::engine_config()).unwrap();
-        let component = wasmtime::component::Component::new(&engine, FULL_COMPONENT_WASM).unwrap();
-        let mut store = wasmtime::Store::new(&engine, ());
-        store.set_epoch_deadline(u64::MAX);
-        let linker = wasmtime::component::Linker::new(&engine);
-        let bindings = full::Drainpipe::instantiate(&mut store, &component, &linker).unwrap();
+        let (mut store, bindings) = full_instance();
         let budget = bindings.drainpipe_framer_budget();
 
         let mut rng = Rng::new(5);
