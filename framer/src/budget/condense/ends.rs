@@ -110,7 +110,14 @@ impl Decoded {
     pub(super) fn feed(&mut self, mut raw: &[u8]) {
         while !raw.is_empty() {
             if self.escape == 0 {
-                match memchr::memchr(b'\\', raw) {
+                // Texts come in runs between escapes, mostly short: a call
+                // to memchr costs more than a look at a few bytes.
+                let next = if raw.len() < 64 {
+                    raw.iter().position(|&b| b == b'\\')
+                } else {
+                    memchr::memchr(b'\\', raw)
+                };
+                match next {
                     None => {
                         self.total += raw.len() as u64;
                         return;
