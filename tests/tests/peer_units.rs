@@ -7,7 +7,9 @@
 //! The result keeps a useful head of the file, says what was cut, links the
 //! rest, and the same call answers alike a second time. The other wire
 //! shape (a Python SDK server, `id` first) and the other era (the SDK v2
-//! client on 2026-07-28) hold in characters too.
+//! client on 2026-07-28) hold in characters too. And how `o200k_base`
+//! counts the official filesystem server's real answers against the
+//! estimate a host without a tokenizer uses (bytes / 4).
 //!
 //! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
 
@@ -240,4 +242,87 @@ async fn a_budget_in_characters_holds_for_the_sdk_v2_client_on_2026_07_28() {
         what,
         json!({"shown_utf16": shown, "kept_bytes": run.summary["marker"]["keptBytes"]}),
     );
+}
+
+/// How `o200k_base` counts real tool output against the estimate a host
+/// uses when it has no tokenizer: Codex CLI's `ceil(bytes / 4)` for its
+/// `tool_output_token_limit` (Claude's tokenizer is not published, so
+/// Claude Code's count cannot be compared). The corpus is what the official
+/// filesystem server answers for this repository: source, prose, a lock
+/// file, a directory tree (JSON) and a search. Every count is at most the
+/// bytes, which is what the ladder's smallest rung relies on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o200k_against_a_hosts_estimate_on_real_tool_output() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let root = std::fs::canonicalize(workspace_root()).expect("the workspace");
+    let argv = node.filesystem_server(&root);
+    let session = start_session(peers::command(&argv), limited(64 << 20)).await;
+    let path = |p: &str| root.join(p).display().to_string();
+    let calls = [
+        (
+            "Rust source",
+            "read_text_file",
+            json!({"path": path("framer/src/budget/condense/room.rs")}),
+        ),
+        (
+            "Markdown",
+            "read_text_file",
+            json!({"path": path("README.md")}),
+        ),
+        (
+            "lock file",
+            "read_text_file",
+            json!({"path": path("Cargo.lock")}),
+        ),
+        (
+            "directory tree (JSON)",
+            "directory_tree",
+            json!({"path": path("framer")}),
+        ),
+        (
+            "search",
+            "search_files",
+            json!({"path": path("host-adapter"), "pattern": "**/*.rs"}),
+        ),
+        (
+            "listing with sizes",
+            "list_directory_with_sizes",
+            json!({"path": path("framer/src/budget/condense")}),
+        ),
+    ];
+    let tokenizer = bpe_openai::o200k_base();
+    let mut rows = Vec::new();
+    for (what, name, arguments) in calls {
+        let response = within(60, what, tool(&session, name, arguments, opts(55)))
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let text: String = response.result["content"]
+            .as_array()
+            .expect("content")
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect();
+        assert!(text.len() > 500, "{what}: a real answer: {text}");
+        let bytes = text.len();
+        let chars = text.encode_utf16().count();
+        let tokens = tokenizer.count(&text);
+        let estimate = bytes.div_ceil(4);
+        assert!(
+            tokens <= bytes && chars <= bytes,
+            "{what}: a unit under a byte"
+        );
+        rows.push(json!({
+            "output": what, "bytes": bytes, "utf16": chars, "o200k": tokens,
+            "bytes_div_4": estimate,
+            "o200k_per_estimate": (tokens as f64 / estimate as f64 * 100.0).round() / 100.0,
+            "bytes_per_token": (bytes as f64 / tokens as f64 * 100.0).round() / 100.0,
+        }));
+    }
+    figure(
+        "o200k_base against ceil(bytes/4) on server-filesystem output",
+        json!(rows),
+    );
+    session.shutdown().await;
 }
