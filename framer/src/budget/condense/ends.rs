@@ -57,8 +57,12 @@ impl Keep {
     pub(super) fn says(self) -> &'static str {
         match self {
             Keep::Head => "each keeping its beginning",
-            Keep::Tail => "each text keeping its end, each array its first items",
-            Keep::Ends => "each text keeping its beginning and its end, each array its first items",
+            Keep::Tail => {
+                "each text keeping its end where it has room (else its beginning), each array its first items"
+            }
+            Keep::Ends => {
+                "each text keeping its beginning and, where it has room, its end, each array its first items"
+            }
         }
     }
 }
