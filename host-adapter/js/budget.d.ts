@@ -5,11 +5,16 @@ export declare const MIN_CONDENSE_BUDGET: 3256;
 
 /** How to condense: the budget's unit and what a cut text keeps. */
 export interface CondenseOptions {
-  /** 'bytes' of the whole response (the default), or 'chars': UTF-16 code
-   * units of the texts a host shows the model. 'tokens' is refused. */
+  /** 'bytes' of the whole response (the default), 'chars': UTF-16 code
+   * units of the texts a host shows the model, or 'tokens' of the same,
+   * counted by `count`. */
   unit?: 'bytes' | 'chars' | 'tokens';
   /** 'ends' (the default), 'head' or 'tail'. */
   keep?: 'head' | 'tail' | 'ends';
+  /** Tokens of `text` by your tokenizer, for unit 'tokens' (the component
+   * carries none). Without it, a budget in tokens gives the amount in
+   * bytes, within the amount by any byte-level tokenizer. */
+  count?: (text: string) => number;
 }
 
 /**

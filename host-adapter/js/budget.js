@@ -1,6 +1,6 @@
 // The result budget for JavaScript (see `interface budget` in
 // wit/framer.wit): condensing a tools/call response of any size to a budget
-// in bytes or characters as it streams, and bounded capture of an output
+// in bytes, characters or tokens as it streams, and bounded capture of an output
 // stream. A separate
 // entry point because its component is larger than the framer's.
 //
@@ -21,13 +21,15 @@ const condenseError = (e) => {
  * the budget (see `resource condenser` in the WIT).
  *
  * `new Condenser(budgetBytes)`: at most that many bytes on the wire, each
- * cut text keeping its beginning. `new Condenser(amount, { unit, keep })`:
- * `unit` is 'bytes' (the default) or 'chars' (UTF-16 code units, as
- * `String.length` counts them, of the texts a host shows the model; there
- * is no tokenizer in the component: 'tokens' is refused with
- * `unit-unavailable`), `keep` is 'ends' (the default: a cut text's
- * beginning and end, with a mark between saying how many bytes were left
- * out and from which byte), 'head' or 'tail'.
+ * cut text keeping its beginning. `new Condenser(amount, { unit, keep,
+ * count })`: `unit` is 'bytes' (the default), 'chars' (UTF-16 code units,
+ * as `String.length` counts them, of the texts a host shows the model) or
+ * 'tokens' (of the same, counted by `count(text) => number`, your
+ * tokenizer: the component carries none; without `count` the result is the
+ * amount in bytes, within the amount by any byte-level tokenizer); `keep`
+ * is 'ends' (the default: a cut text's beginning and end, with a mark
+ * between saying how many bytes were left out and from which byte), 'head'
+ * or 'tail'.
  *
  * `finish()` returns the condensed frame (no newline), or `null` when
  * nothing had to be cut (send the original). Errors are thrown with the WIT
@@ -35,13 +37,22 @@ const condenseError = (e) => {
  */
 export class Condenser {
   #inner;
+  #count;
+  #amount;
 
   constructor(budget_, options) {
     if (options === undefined) {
       this.#inner = new budget.Condenser(budget_);
       return;
     }
-    const { unit = 'bytes', keep = 'ends' } = options;
+    const { unit = 'bytes', keep = 'ends', count } = options;
+    if (count !== undefined && typeof count !== 'function') {
+      throw new TypeError('count must be a function (text) => number');
+    }
+    if (unit === 'tokens' && count) {
+      this.#count = count;
+      this.#amount = budget_;
+    }
     try {
       this.#inner = budget.Condenser.within(budget_, unit, keep);
     } catch (e) {
@@ -60,11 +71,25 @@ export class Condenser {
   finish() {
     let out;
     try {
-      out = this.#inner.finish();
+      out = this.#count ? this.#takeCounted() : this.#inner.finish();
     } catch (e) {
       throw condenseError(e);
     }
     return out.tag === 'cut' ? out.val : null;
+  }
+
+  // The largest result whose shown texts `count` puts within the amount
+  // (see `condenser.candidates` in the WIT), else the amount in bytes.
+  #takeCounted() {
+    const count = this.#count;
+    const fits = (c) => {
+      let texts = 0;
+      for (const text of c.texts) texts += count(text);
+      const structured = c.structured === undefined ? 0 : count(c.structured);
+      return Math.max(texts, structured) + c.toCome <= this.#amount;
+    };
+    const chosen = this.#inner.candidates().find(fits);
+    return this.#inner.take(chosen ? chosen.rung : 0);
   }
 }
 

@@ -786,14 +786,110 @@ fn a_budget_in_characters_in_the_component_matches_the_native_ladder() {
         let value: serde_json::Value = serde_json::from_slice(&frame).unwrap();
         let text = value["result"]["content"][0]["text"].as_str().unwrap();
         assert!(kept_ends(&log, text) && text.ends_with("error: the last line"));
-        // Tokens need a tokenizer the component does not carry.
-        let refused = condenser
-            .call_within(&mut store, 8_000, guest::Unit::Tokens, guest::Keep::Ends)
+    });
+}
+
+/// Tokens are counted by the caller: the component offers its results
+/// (`candidates`), the caller counts them with its tokenizer and takes one.
+/// With `o200k_base`, that is the result the native ladder takes.
+#[cfg(feature = "tokens")]
+#[test]
+fn a_budget_in_tokens_counted_by_the_caller_matches_the_native_ladder() {
+    use drainpipe_framer::budget::{Clip, Condensed, Keep, Ladder, shown_size};
+    use drainpipe_framer::testing::condense::{kept_ends, tool_response};
+    use full::exports::drainpipe::framer::budget as guest;
+
+    within(Duration::from_secs(300), || {
+        let (mut store, bindings) = full_instance();
+        let condenser = bindings.drainpipe_framer_budget().condenser();
+        let mut count = |text: &str| bpe_openai::o200k_base().count(text) as u64;
+        let mut rng = Rng::new(9);
+        let mut frames: Vec<Vec<u8>> = (0..4).map(|_| tool_response(&mut rng)).collect();
+        let log =
+            "step «ünïcødé» 😀 ok, the build goes on\n".repeat(8_000) + "error: the last line";
+        frames.push(
+            serde_json::to_vec(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": log}]}}))
+                .unwrap(),
+        );
+        let amount = 6_000usize;
+        let mut above_rung_0 = 0;
+        for frame in &frames {
+            let mut ladder = Ladder::for_clip(Clip::tokens(amount).keeping(Keep::Ends)).unwrap();
+            for piece in frame.chunks(4096) {
+                let _ = ladder.feed(piece);
+            }
+            let native = ladder.finish(&mut |line, to_come| {
+                shown_size(line, &mut count).is_some_and(|n| n + to_come as u64 <= amount as u64)
+            });
+            let handle = condenser
+                .call_within(
+                    &mut store,
+                    amount as u32,
+                    guest::Unit::Tokens,
+                    guest::Keep::Ends,
+                )
+                .unwrap()
+                .expect("a condenser in tokens");
+            for piece in frame.chunks(4096) {
+                let _ = condenser.call_feed(&mut store, handle, piece).unwrap();
+            }
+            let candidates = condenser.call_candidates(&mut store, handle).unwrap();
+            let got = candidates.and_then(|candidates| {
+                let rung = candidates
+                    .iter()
+                    .find(|c| {
+                        let texts: u64 = c.texts.iter().map(|t| count(t)).sum();
+                        let structured = c.structured.as_deref().map_or(0, &mut count);
+                        texts.max(structured) + u64::from(c.to_come) <= amount as u64
+                    })
+                    .map_or(0, |c| c.rung);
+                condenser.call_take(&mut store, handle, rung).unwrap()
+            });
+            // Once taken, the condenser is spent.
+            assert!(matches!(
+                condenser.call_take(&mut store, handle, 0).unwrap(),
+                Err(guest::CondenseError::Incomplete)
+            ));
+            handle.resource_drop(&mut store).unwrap();
+            match (native, got) {
+                (Ok(Condensed::Cut { frame: mine, .. }), Ok(guest::Condensed::Cut(theirs))) => {
+                    assert_eq!(mine, theirs);
+                    let tokens = shown_size(&theirs, &mut count).unwrap();
+                    assert!(tokens <= amount as u64, "{tokens} tokens shown");
+                    above_rung_0 += usize::from(theirs.len() > amount);
+                }
+                (Ok(Condensed::Unchanged), Ok(guest::Condensed::Unchanged)) => {}
+                (Err(_), Err(_)) => {}
+                (native, got) => panic!("native {native:?}, component {got:?}"),
+            }
+        }
+        // The log's bytes run several to a token: counting let a larger rung
+        // than the amount in bytes be taken.
+        assert!(above_rung_0 >= 1, "no result above the amount in bytes");
+
+        // `finish` alone, uncounted, gives the amount in bytes: within the
+        // amount in tokens by any byte-level tokenizer.
+        let handle = condenser
+            .call_within(
+                &mut store,
+                amount as u32,
+                guest::Unit::Tokens,
+                guest::Keep::Ends,
+            )
+            .unwrap()
             .unwrap();
-        assert!(matches!(
-            refused,
-            Err(guest::CondenseError::UnitUnavailable)
-        ));
+        condenser
+            .call_feed(&mut store, handle, frames.last().unwrap())
+            .unwrap()
+            .unwrap();
+        let Ok(guest::Condensed::Cut(frame)) = condenser.call_finish(&mut store, handle).unwrap()
+        else {
+            panic!("the log is cut")
+        };
+        assert!(frame.len() <= amount);
+        let value: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+        let text = value["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(kept_ends(&log, text) && text.ends_with("error: the last line"));
     });
 }
 
@@ -862,9 +958,6 @@ fn budget_in_the_component_matches_the_native_budget() {
                     }
                     Err(guest::CondenseError::Incomplete) => {
                         Outcome::Error(CondenseError::Incomplete)
-                    }
-                    Err(guest::CondenseError::UnitUnavailable) => {
-                        Outcome::Error(CondenseError::UnitUnavailable)
                     }
                 };
                 let native = match native {

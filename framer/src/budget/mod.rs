@@ -41,11 +41,11 @@ mod wire;
 
 pub use capture::{Capture, CaptureReport, CapturedOutput};
 pub use condense::{
-    CondenseError, Condensed, Condenser, Keep, LINK_NOTICE, Ladder, Link, Links, MARKER_KEY,
-    MAX_LINKS, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET, Spill, SpillKind, Spilled,
+    Candidate, CondenseError, Condensed, Condenser, Ended, Keep, LINK_NOTICE, Ladder, Link, Links,
+    MARKER_KEY, MAX_LINKS, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET, Spill, SpillKind, Spilled,
 };
 pub use config::{BudgetError, Continuation, ResultConfig};
 pub use result::{BudgetedResult, Pushed, ResultBuilder};
 pub use unescape::{UnescapeError, Unescaper};
-pub use units::{Clip, Unit, shown_size, utf16_len};
+pub use units::{Clip, Shown, Unit, shown, shown_size, utf16_len};
 pub use wire::{escaped_len, longest_prefix_within, value_wire_len};

@@ -17,6 +17,7 @@
 //! and `n` tokens; that is what makes [`Ladder`](super::Ladder)'s smallest
 //! rung always acceptable.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use serde_json::Value;
@@ -147,29 +148,85 @@ pub fn utf16_len(text: &str) -> u64 {
 /// the module docs), each text measured by `count` (for characters,
 /// [`utf16_len`]); `None` if `frame` is not a JSON object with a `result`.
 pub fn shown_size(frame: &[u8], count: &mut dyn FnMut(&str) -> u64) -> Option<u64> {
+    let mut texts = 0u64;
+    let mut structured = 0u64;
+    visit_shown(frame, &mut |shown, is_structured| match is_structured {
+        false => texts += count(shown),
+        true => structured = count(shown),
+    })?;
+    Some(texts.max(structured))
+}
+
+/// What a host shows the model of a response, for a caller that counts it
+/// with its own tokenizer: the size is [`Shown::size`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shown {
+    /// The decoded texts of `result.content`, in order.
+    pub texts: Vec<String>,
+    /// `result.structuredContent` as compact JSON, if present.
+    pub structured: Option<String>,
+}
+
+impl Shown {
+    /// The sum of the texts' counts or the structured content's, whichever
+    /// is larger, as [`shown_size`] counts.
+    pub fn size(&self, count: &mut dyn FnMut(&str) -> u64) -> u64 {
+        let texts: u64 = self.texts.iter().map(|t| count(t)).sum();
+        let structured = self.structured.as_deref().map_or(0, count);
+        texts.max(structured)
+    }
+}
+
+/// What a host shows the model of the response `frame`; `None` if it is
+/// not a JSON object with a `result`.
+pub fn shown(frame: &[u8]) -> Option<Shown> {
+    let mut shown = Shown::default();
+    visit_shown(frame, &mut |text, is_structured| match is_structured {
+        false => shown.texts.push(text.into()),
+        true => shown.structured = Some(text.into()),
+    })?;
+    Some(shown)
+}
+
+/// Hands each shown text of `frame` to `visit`, then the structured
+/// content as compact JSON (with `true`).
+fn visit_shown(frame: &[u8], visit: &mut dyn FnMut(&str, bool)) -> Option<()> {
     let response: Value = serde_json::from_slice(frame).ok()?;
     let result = response.as_object()?.get("result")?.as_object()?;
-    let mut texts = 0u64;
     if let Some(blocks) = result.get("content").and_then(Value::as_array) {
         for block in blocks {
-            let text = block
+            let shown = block
                 .get("text")
                 .or_else(|| block.get("resource").and_then(|r| r.get("text")));
-            if let Some(text) = text.and_then(Value::as_str) {
-                texts += count(text);
+            if let Some(shown) = shown.and_then(Value::as_str) {
+                visit(shown, false);
             }
         }
     }
-    let structured = match result.get("structuredContent") {
-        Some(value) => count(&serde_json::to_string(value).ok()?),
-        None => 0,
-    };
-    Some(texts.max(structured))
+    if let Some(value) = result.get("structuredContent") {
+        visit(&serde_json::to_string(value).ok()?, true);
+    }
+    Some(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_parts_count_as_shown_size() {
+        let frame = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a\u00e9"},{"type":"resource","resource":{"uri":"x","text":"\ud83d\ude00"}}],"structuredContent":{"k":"v"}}}"#;
+        let parts = shown(frame).unwrap();
+        assert_eq!(parts.texts, ["aé", "😀"]);
+        assert_eq!(parts.structured.as_deref(), Some(r#"{"k":"v"}"#));
+        assert_eq!(parts.size(&mut utf16_len), 9);
+        assert_eq!(shown_size(frame, &mut utf16_len), Some(9));
+        let texts_only =
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"abc"}]}}"#;
+        let mut bytes = |t: &str| t.len() as u64;
+        assert_eq!(shown(texts_only).unwrap().size(&mut bytes), 3);
+        assert_eq!(shown(b"[1]"), None);
+    }
 
     #[test]
     fn utf16_counts_pairs_twice() {

@@ -15,10 +15,18 @@ impl wit::Guest for Component {
     type Condenser = Condenser;
 }
 
-/// The condenser; `None` once finished (or if the budget was refused).
-pub(crate) struct Condenser(RefCell<Result<Option<Inner>, wit::CondenseError>>);
+/// The condenser: open, ended for the caller to count (`candidates`), or
+/// done (finished, or the budget was refused).
+pub(crate) struct Condenser(RefCell<Result<State, wit::CondenseError>>);
 
-/// One byte budget, or a ladder of them for a budget in characters.
+enum State {
+    Open(Inner),
+    Ended(core_budget::Ended),
+    Done,
+}
+
+/// One byte budget, or a ladder of them for a budget in characters or
+/// tokens.
 enum Inner {
     Bytes(core_budget::Condenser),
     Ladder(core_budget::Ladder, core_budget::Clip),
@@ -38,10 +46,25 @@ impl Inner {
             Inner::Ladder(ladder, clip) => ladder.finish(&mut |line, to_come| {
                 let size = match clip.unit {
                     core_budget::Unit::Bytes => Some(line.len() as u64),
-                    _ => core_budget::shown_size(line, &mut core_budget::utf16_len),
+                    core_budget::Unit::Chars => {
+                        core_budget::shown_size(line, &mut core_budget::utf16_len)
+                    }
+                    // Counted by the caller (`candidates`): the amount in
+                    // bytes, rung 0, is what surely fits.
+                    _ => None,
                 };
                 size.is_some_and(|size| size + to_come as u64 <= clip.amount as u64)
             }),
+        }
+    }
+
+    fn end(self) -> core_budget::Ended {
+        match self {
+            Inner::Bytes(condenser) => {
+                // One rung: the byte budget itself.
+                core_budget::Ladder::from(condenser).end()
+            }
+            Inner::Ladder(ladder, _) => ladder.end(),
         }
     }
 }
@@ -55,15 +78,43 @@ fn condense_error(error: core_budget::CondenseError) -> wit::CondenseError {
         E::Overflow { at } => wit::CondenseError::Overflow(at),
         E::NotAnObject => wit::CondenseError::NotAnObject,
         E::Incomplete => wit::CondenseError::Incomplete,
-        E::UnitUnavailable => wit::CondenseError::UnitUnavailable,
         _ => panic!("condense error not in wit/framer.wit"),
+    }
+}
+
+fn condensed(outcome: core_budget::Condensed) -> wit::Condensed {
+    match outcome {
+        core_budget::Condensed::Unchanged => wit::Condensed::Unchanged,
+        core_budget::Condensed::Cut { frame, .. } => wit::Condensed::Cut(frame),
+        _ => panic!("condensed outcome not in wit/framer.wit"),
+    }
+}
+
+impl Condenser {
+    /// The open condenser, or why there is none.
+    fn with_open<T>(
+        &self,
+        f: impl FnOnce(Inner) -> Result<T, wit::CondenseError>,
+    ) -> Result<T, wit::CondenseError> {
+        let mut state = self.0.borrow_mut();
+        let taken = match &mut *state {
+            Ok(state) => core::mem::replace(state, State::Done),
+            Err(error) => return Err(*error),
+        };
+        match taken {
+            State::Open(inner) => f(inner),
+            other => {
+                *state = Ok(other);
+                Err(wit::CondenseError::Incomplete)
+            }
+        }
     }
 }
 
 impl wit::GuestCondenser for Condenser {
     fn new(budget_bytes: u32) -> Self {
         let condenser = core_budget::Condenser::new(budget_bytes as usize)
-            .map(|c| Some(Inner::Bytes(c)))
+            .map(|c| State::Open(Inner::Bytes(c)))
             .map_err(condense_error);
         Condenser(RefCell::new(condenser))
     }
@@ -76,7 +127,7 @@ impl wit::GuestCondenser for Condenser {
         let clip = match unit {
             wit::Unit::Bytes => core_budget::Clip::bytes(amount as usize),
             wit::Unit::Chars => core_budget::Clip::chars(amount as usize),
-            wit::Unit::Tokens => return Err(wit::CondenseError::UnitUnavailable),
+            wit::Unit::Tokens => core_budget::Clip::tokens(amount as usize),
         };
         let clip = clip.keeping(match keep {
             wit::Keep::Head => core_budget::Keep::Head,
@@ -90,27 +141,56 @@ impl wit::GuestCondenser for Condenser {
         }
         let ladder = core_budget::Ladder::for_clip(clip).map_err(condense_error)?;
         let inner = Inner::Ladder(ladder, clip);
-        Ok(wit::Condenser::new(Condenser(RefCell::new(Ok(Some(inner))))))
+        Ok(wit::Condenser::new(Condenser(RefCell::new(Ok(
+            State::Open(inner),
+        )))))
     }
 
     fn feed(&self, piece: Vec<u8>) -> Result<(), wit::CondenseError> {
         match &mut *self.0.borrow_mut() {
-            Ok(Some(condenser)) => condenser.feed(&piece).map_err(condense_error),
-            Ok(None) => Err(wit::CondenseError::Incomplete),
+            Ok(State::Open(condenser)) => condenser.feed(&piece).map_err(condense_error),
+            Ok(_) => Err(wit::CondenseError::Incomplete),
             Err(error) => Err(*error),
         }
     }
 
     fn finish(&self) -> Result<wit::Condensed, wit::CondenseError> {
-        let taken = match &mut *self.0.borrow_mut() {
-            Ok(slot) => slot.take(),
-            Err(error) => return Err(*error),
-        };
-        let condenser = taken.ok_or(wit::CondenseError::Incomplete)?;
-        match condenser.finish().map_err(condense_error)? {
-            core_budget::Condensed::Unchanged => Ok(wit::Condensed::Unchanged),
-            core_budget::Condensed::Cut { frame, .. } => Ok(wit::Condensed::Cut(frame)),
-            _ => panic!("condensed outcome not in wit/framer.wit"),
+        self.with_open(|inner| inner.finish().map(condensed).map_err(condense_error))
+    }
+
+    fn candidates(&self) -> Result<Vec<wit::Candidate>, wit::CondenseError> {
+        let ended = self.with_open(|inner| Ok(inner.end()))?;
+        let candidates = ended
+            .candidates()
+            .map(|c| {
+                let shown = core_budget::shown(c.line).unwrap_or_default();
+                wit::Candidate {
+                    rung: c.rung as u32,
+                    texts: shown.texts,
+                    structured: shown.structured,
+                    to_come: c.to_come as u32,
+                }
+            })
+            .collect();
+        *self.0.borrow_mut() = Ok(State::Ended(ended));
+        Ok(candidates)
+    }
+
+    fn take(&self, rung: u32) -> Result<wit::Condensed, wit::CondenseError> {
+        let mut state = self.0.borrow_mut();
+        match core::mem::replace(&mut *state, Ok(State::Done)) {
+            Ok(State::Ended(ended)) => ended
+                .take(rung as usize)
+                .map(|(outcome, _)| condensed(outcome))
+                .map_err(condense_error),
+            Err(error) => {
+                *state = Err(error);
+                Err(error)
+            }
+            Ok(other) => {
+                *state = Ok(other);
+                Err(wit::CondenseError::Incomplete)
+            }
         }
     }
 }

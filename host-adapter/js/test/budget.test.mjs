@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { Condenser, condense, Capture, MIN_CONDENSE_BUDGET } from '../budget.js';
 
 const encoder = new TextEncoder();
@@ -49,11 +50,28 @@ test('a budget in characters keeps both ends of a text within String.length', { 
   assert.equal(Number(m[2]), bytes(head));
   assert.equal(bytes(text), bytes(head) + Number(m[1]) + bytes(tail));
   assert.equal(value.result.structuredContent.result, kept, 'the mirror is cut alike');
-  // No tokenizer in the component.
-  assert.throws(() => new Condenser(8000, { unit: 'tokens' }), (e) => e.cause.tag === 'unit-unavailable');
   // The beginning only, on request.
   const headOnly = JSON.parse(new TextDecoder().decode(condense(frame, 8000, { unit: 'chars', keep: 'head' })));
   assert.ok(text.startsWith(headOnly.result.content[0].text));
+});
+
+test('a budget in tokens is counted by the caller\'s tokenizer', { timeout: 60_000 }, () => {
+  const text = 'step «ünïcødé» 😀 ok, the build goes on\n'.repeat(8_000) + 'error: the last line';
+  const frame = encoder.encode(JSON.stringify({ jsonrpc: '2.0', id: 3, result: { content: [{ type: 'text', text }] } }));
+  const amount = 6000;
+  const shownTokens = (value) => value.result.content.reduce((n, b) => n + (b.type === 'text' ? countTokens(b.text) : 0), 0);
+  const counted = JSON.parse(new TextDecoder().decode(condense(frame, amount, { unit: 'tokens', count: countTokens })));
+  const tokens = shownTokens(counted);
+  assert.ok(tokens <= amount, `${tokens} o200k_base tokens shown`);
+  const kept = counted.result.content[0].text;
+  assert.ok(kept.endsWith('error: the last line'));
+  // Uncounted, the amount in bytes, which keeps less.
+  const uncounted = condense(frame, amount, { unit: 'tokens' });
+  assert.ok(uncounted.length <= amount);
+  const counteds = encoder.encode(JSON.stringify(counted));
+  assert.ok(counteds.length > uncounted.length, `${counteds.length} bytes counted, ${uncounted.length} not`);
+  assert.ok(shownTokens(JSON.parse(new TextDecoder().decode(uncounted))) <= amount);
+  assert.throws(() => new Condenser(amount, { unit: 'tokens', count: 5 }), TypeError);
 });
 
 test('responses that cannot be condensed say why', { timeout: 10_000 }, () => {

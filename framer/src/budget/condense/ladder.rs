@@ -161,6 +161,18 @@ impl Ladder {
         self,
         fits: &mut dyn FnMut(&[u8], usize) -> bool,
     ) -> Result<(Condensed, usize), CondenseError> {
+        let ended = self.end();
+        let chosen = ended
+            .candidates()
+            .find(|c| fits(c.line, c.to_come))
+            .map_or(0, |c| c.rung);
+        ended.take(chosen)
+    }
+
+    /// Ends the line on every rung, for a caller that measures the results
+    /// itself ([`Ended::candidates`], then [`Ended::take`]): a tokenizer
+    /// that lives outside this crate, as in the WebAssembly component.
+    pub fn end(self) -> Ended {
         let budgets: Vec<usize> = self.budgets().collect();
         let spiller = self.spiller;
         let mut outcomes: Vec<Result<Condensed, CondenseError>> = Vec::new();
@@ -174,29 +186,93 @@ impl Ladder {
             Ok(Condensed::Cut { links, .. }) => links.clone(),
             _ => None,
         });
-        let chosen = (1..outcomes.len())
-            .rev()
-            .find(|&k| match (&outcomes[k], &whole[k]) {
-                (Ok(Condensed::Unchanged), Some(line)) => fits(line, 0),
+        Ended {
+            budgets,
+            spiller,
+            outcomes,
+            whole,
+            spilled,
+        }
+    }
+}
+
+impl From<Condenser> for Ladder {
+    /// A ladder of one rung: `condenser`'s byte budget.
+    fn from(condenser: Condenser) -> Self {
+        Ladder {
+            rungs: alloc::vec![condenser],
+            spiller: None,
+        }
+    }
+}
+
+/// A ladder whose rungs have all ended ([`Ladder::end`]): the results to
+/// measure, and the one to take.
+#[derive(Debug)]
+pub struct Ended {
+    budgets: Vec<usize>,
+    spiller: Option<usize>,
+    outcomes: Vec<Result<Condensed, CondenseError>>,
+    whole: Vec<Option<Vec<u8>>>,
+    spilled: Option<Links>,
+}
+
+/// A rung's result that may be taken, if it fits ([`Ended::candidates`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate<'a> {
+    /// Which rung, for [`Ended::take`].
+    pub rung: usize,
+    /// The whole response line, condensed or not.
+    pub line: &'a [u8],
+    /// Units still to come: a linked result's notice gains a sentence when
+    /// its links are filled in ([`Links::fill`]), of at most that many
+    /// bytes, so at most that many characters or tokens.
+    pub to_come: usize,
+}
+
+impl Ended {
+    /// The rungs above the smallest whose results may be taken, largest
+    /// first; the caller takes the first that fits its budget, or rung 0
+    /// (the amount in bytes, within the amount in any unit) if none does.
+    /// A rung that failed, or that kept fewer elements of an array than the
+    /// spilled rest starts from, is not offered.
+    pub fn candidates(&self) -> impl Iterator<Item = Candidate<'_>> + '_ {
+        (1..self.outcomes.len()).rev().filter_map(move |k| {
+            match (&self.outcomes[k], &self.whole[k]) {
+                (Ok(Condensed::Unchanged), Some(line)) => Some(Candidate {
+                    rung: k,
+                    line,
+                    to_come: 0,
+                }),
                 (Ok(Condensed::Cut { frame, links, .. }), _) => {
-                    let covered = Some(k) == spiller
+                    let covered = Some(k) == self.spiller
                         || links
                             .as_ref()
-                            .is_none_or(|l| l.rests_covered_by(spilled.as_ref()));
-                    covered && fits(frame, if links.is_some() { LINK_NOTICE } else { 0 })
+                            .is_none_or(|l| l.rests_covered_by(self.spilled.as_ref()));
+                    covered.then_some(Candidate {
+                        rung: k,
+                        line: frame,
+                        to_come: if links.is_some() { LINK_NOTICE } else { 0 },
+                    })
                 }
-                _ => false,
-            })
-            .unwrap_or(0);
-        let mut outcome = outcomes.swap_remove(chosen);
-        if Some(chosen) != spiller
+                _ => None,
+            }
+        })
+    }
+
+    /// The result of rung `rung` (0 if out of range), its links numbered as
+    /// the spilling rung's, with that rung's byte budget.
+    pub fn take(mut self, rung: usize) -> Result<(Condensed, usize), CondenseError> {
+        let chosen = if rung < self.outcomes.len() { rung } else { 0 };
+        let mut outcome = self.outcomes.swap_remove(chosen);
+        if Some(chosen) != self.spiller
             && let Ok(Condensed::Cut {
                 links: Some(links), ..
             }) = &mut outcome
         {
-            links.renumber(spilled.as_ref());
+            links.renumber(self.spilled.as_ref());
         }
-        outcome.map(|outcome| (outcome, budgets[chosen]))
+        outcome.map(|outcome| (outcome, self.budgets[chosen]))
     }
 }
 

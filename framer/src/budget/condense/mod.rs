@@ -118,7 +118,7 @@ mod walk;
 mod tests;
 
 pub use ends::Keep;
-pub use ladder::Ladder;
+pub use ladder::{Candidate, Ended, Ladder};
 
 use alloc::string::String;
 use alloc::vec::Vec;
