@@ -348,6 +348,10 @@ async fn a_cut_array_reads_back_whole_one_element_a_line() {
     assert_eq!(link["size"], json!(rest.len()));
     let rest_value: Vec<Value> = serde_json::from_slice(&rest).expect("the rest is a JSON array");
     assert_eq!(&kept[..first], &matches[..first]);
+    // Under `--keep ends` (the default) the last matches are kept too.
+    let last = kept.len() - first;
+    assert!(last > 0, "no last matches kept");
+    assert_eq!(&kept[first..], &matches[matches.len() - last..]);
     assert!(
         rest_value == matches[first..],
         "the rest differs from the original"

@@ -721,12 +721,22 @@ fn within(original: &Value, kept: &Value, at: &str) -> Result<(), String> {
             if k.len() > o.len() {
                 return Err(format!("{at}: array grew"));
             }
-            for (i, (o, k)) in o.iter().zip(k).enumerate() {
-                let here = format!("{at}/{i}");
-                if is_replacement(o, k) {
-                    continue;
-                }
-                within(o, k, &here)?;
+            // Its first elements, each within the original's; then (under
+            // `Keep::Ends`) its last, whole. Taking the first elements as
+            // far as they go loses nothing: if the last `m` are the
+            // original's, so are the last `m - 1`.
+            let first = o
+                .iter()
+                .zip(k)
+                .take_while(|(o, k)| is_replacement(o, k) || within(o, k, at).is_ok())
+                .count();
+            let last = &k[first..];
+            if last != &o[o.len() - last.len()..] {
+                let i = first;
+                within(&o[i], &k[i], &format!("{at}/{i}"))?;
+                return Err(format!(
+                    "{at}: items from {i} on are neither within the first nor the last"
+                ));
             }
             Ok(())
         }

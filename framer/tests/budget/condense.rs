@@ -341,6 +341,83 @@ fn a_cut_array_reports_its_rest_one_element_a_line() {
 }
 
 #[test]
+fn under_keep_ends_a_cut_array_keeps_its_last_elements_too() {
+    // A directory listing: what sorts last is as likely wanted as what
+    // sorts first. Pretty-printed, so the window drops whitespace.
+    let entries: Vec<Value> = (0..5_000)
+        .map(|i| json!({"name": format!("file{i:05}.txt"), "size": i * 7}))
+        .collect();
+    let response = json!({"jsonrpc": "2.0", "id": 9, "result": {"content": [{"type": "text", "text": "5000 entries"}], "structuredContent": {"entries": entries}}});
+    let compact = response.to_string();
+    let pretty = serde_json::to_string_pretty(&response)
+        .unwrap()
+        .replace('\n', " ");
+    let budget = 24 << 10;
+    for line in [&compact, &pretty] {
+        for lengths in [&[][..], &[1], &[7, 4093], &[65_536]] {
+            let (outcome, spilled) =
+                condense_linked_keeping(line.as_bytes(), budget, lengths, Keep::Ends)
+                    .expect("condenses");
+            check_condensed(line.as_bytes(), budget, &outcome).unwrap_or_else(|e| panic!("{e}"));
+            check_spilled(line.as_bytes(), &spilled).unwrap_or_else(|e| panic!("{e}"));
+            let value = frame(&outcome);
+            let kept = value["result"]["structuredContent"]["entries"]
+                .as_array()
+                .unwrap();
+            // The first elements, then the last ones, and a middle left out.
+            let first = kept
+                .iter()
+                .zip(&entries)
+                .take_while(|(k, e)| k == e)
+                .count();
+            let last = kept.len() - first;
+            assert!(first >= 10 && last >= 10, "{first} first, {last} last");
+            assert_eq!(kept[first..], entries[entries.len() - last..]);
+            // Both ends take about half the room each.
+            assert!(first.abs_diff(last) <= first / 2 + 2, "{first} vs {last}");
+            // The cut says how many items the result keeps, of how many.
+            let marker = &value["result"]["_meta"]["io.drainpipe/truncated"];
+            assert_eq!(marker["cut"][0], "/structuredContent/entries");
+            let notice = value["result"]["content"][1]["text"].as_str().unwrap();
+            assert!(
+                notice.contains(&format!(
+                    "/structuredContent/entries kept {} of 5000 items",
+                    kept.len()
+                )),
+                "{notice}"
+            );
+            // The rest is reported from the first element not kept at the
+            // beginning, one element a line: none is missing from both.
+            let rest = spilled
+                .iter()
+                .find(|s| matches!(s.spilled.kind, SpillKind::Elements { .. }))
+                .expect("the rest is reported");
+            assert_eq!(
+                rest.spilled.kind,
+                SpillKind::Elements {
+                    first: first as u64
+                }
+            );
+            let lines = rest.raw.split(|&b| b == b'\n').count();
+            assert_eq!(lines, entries.len() - first + 2, "one element a line");
+        }
+    }
+    // The beginning alone on request; and an array that fits is whole.
+    let (outcome, _) =
+        condense_linked_keeping(compact.as_bytes(), budget, &[], Keep::Head).expect("condenses");
+    let value = frame(&outcome);
+    let kept = value["result"]["structuredContent"]["entries"]
+        .as_array()
+        .unwrap();
+    assert_eq!(kept[..], entries[..kept.len()]);
+    // (Past its share, read into the window, which never overflows.)
+    let few = json!({"jsonrpc": "2.0", "id": 9, "result": {"structuredContent": {"entries": entries[..400]}}}).to_string();
+    assert!(few.len() > budget / 2 && few.len() < budget);
+    let outcome = condense_split_keeping(few.as_bytes(), budget, &[], Keep::Ends).unwrap();
+    assert_eq!(outcome, Condensed::Unchanged);
+}
+
+#[test]
 fn a_log_keeps_its_beginning_and_its_end_with_a_true_mark() {
     // A build log: what matters is at the end. Wide characters and
     // escapes on every line, so the cuts fall among them.

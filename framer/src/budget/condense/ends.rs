@@ -61,7 +61,7 @@ impl Keep {
                 "each text keeping its end where it has room (else its beginning), each array its first items"
             }
             Keep::Ends => {
-                "each text keeping its beginning and, where it has room, its end, each array its first items"
+                "each text keeping its beginning and, where it has room, its end, each array its first items and, outside content, its last"
             }
         }
     }

@@ -145,7 +145,7 @@ impl Condenser {
 
     /// Numbers a value to report, if links are on and there is room for
     /// its link.
-    fn number_spilled(&mut self, kind: SpillKind, pointer: Vec<u8>) -> Option<u32> {
+    pub(super) fn number_spilled(&mut self, kind: SpillKind, pointer: Vec<u8>) -> Option<u32> {
         if !self.linking || self.spilled.len() >= MAX_LINKS {
             return None;
         }

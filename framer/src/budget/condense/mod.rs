@@ -10,7 +10,9 @@
 //!   with [`Condenser::keeping`], its head and its end, or its end, around
 //!   a mark that says how many bytes were left out there and from which
 //!   byte: see `ends`);
-//! - a long array is cut to a prefix of its elements;
+//! - a long array is cut to a prefix of its elements (under
+//!   [`Keep::Ends`], an array outside `content` to its first and its last
+//!   elements, the middle left out: see `last`);
 //! - a string in `structuredContent` that mirrors a cut `content` text (the
 //!   same bytes, as servers on the official SDKs write it) is cut to the same
 //!   prefix (and the other way round);
@@ -108,6 +110,7 @@
 mod cut;
 mod ends;
 mod ladder;
+mod last;
 mod links;
 mod record;
 mod room;
@@ -124,6 +127,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
 
+use last::LastElements;
 use links::ElementsStep;
 use record::Cut;
 use room::Tracked;
@@ -432,6 +436,9 @@ pub struct Condenser {
     /// What the last byte between tokens did to that report (read by
     /// `scan`, which holds the input and the callback).
     elements_step: Option<ElementsStep>,
+    /// The array whose last elements are being read, under `Keep::Ends`
+    /// (`last.rs`).
+    last: Option<LastElements>,
     /// The values reported, and for each the depth of the content block
     /// it is in (its media type is known when the block closes).
     spilled: Vec<(Spilled, Option<usize>)>,
@@ -477,6 +484,7 @@ impl Condenser {
             linking: false,
             elements: None,
             elements_step: None,
+            last: None,
             spilled: Vec::new(),
             notice_len: NOTICE_SLOT,
             stated: None,

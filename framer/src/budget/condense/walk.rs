@@ -17,10 +17,11 @@
 use alloc::vec::Vec;
 use core::fmt::Write as _;
 
+use super::last::LastElements;
 use super::links::{ElementsStep, media_type};
 use super::record::replacement_text;
 use super::{
-    CondenseError, Condenser, Digits, ELEMENT_ROOM, MARKER_SLOT, MAX_KEY, REPLACEMENT_ROOM,
+    CondenseError, Condenser, Digits, ELEMENT_ROOM, Keep, MARKER_SLOT, MAX_KEY, REPLACEMENT_ROOM,
     SHORT_STRING, SLACK, STEAL_SHARE, Spill, TAIL_ROOM,
 };
 
@@ -102,6 +103,9 @@ pub(super) struct Level {
     segment: Vec<u8>,
     /// Arrays: cut; the remaining elements are read but not written.
     cut: bool,
+    /// Arrays whose last elements are kept (`last.rs`): where the array
+    /// starts in the output, and the bytes its first elements may take.
+    first_share: Option<(usize, usize)>,
     /// Blocks: where the block starts in the output, and whether its
     /// binary value did not fit (the block is then replaced).
     pub(super) block_start: usize,
@@ -132,6 +136,7 @@ impl Level {
             key_too_long: false,
             segment,
             cut: false,
+            first_share: None,
             block_start: 0,
             replace: false,
             block_type: Vec::new(),
@@ -157,6 +162,9 @@ impl Condenser {
         let mut i = 0;
         // Where the unreported bytes of a cut array's rest start.
         let mut run = self.elements.map(|_| 0);
+        // Where the bytes not yet read into the window of an array's last
+        // elements start (`last.rs`).
+        let mut last_from = 0;
         while i < bytes.len() {
             match self.mode {
                 Mode::InString | Mode::InStringEscape => {
@@ -201,13 +209,27 @@ impl Condenser {
                     }
                 }
                 _ => {
+                    let reading_last = self.last.is_some();
+                    if reading_last {
+                        run = self.keep_last(bytes, last_from, i, run, spill);
+                    }
                     self.step(bytes[i])?;
                     if let Some(step) = self.elements_step.take() {
                         run = self.report_elements(step, bytes, i, run, spill);
                     }
+                    // The window takes this byte with the next ones, but
+                    // whitespace, and a window just opened starts here.
+                    last_from = if reading_last && is_space(bytes[i]) {
+                        i + 1
+                    } else {
+                        i
+                    };
                     i += 1;
                 }
             }
+        }
+        if self.last.is_some() {
+            run = self.keep_last(bytes, last_from, bytes.len(), run, spill);
         }
         if let (Some(from), Some((value, _))) = (run, self.elements)
             && from < bytes.len()
@@ -222,7 +244,7 @@ impl Condenser {
 
     /// One byte between tokens.
     fn step(&mut self, b: u8) -> Result<(), CondenseError> {
-        if matches!(b, b' ' | b'\t' | b'\r' | b'\n') {
+        if is_space(b) {
             return Ok(());
         }
         match self.mode {
@@ -360,10 +382,31 @@ impl Condenser {
                         .all(|&(_, len)| len < self.budget / STEAL_SHARE)
             });
         let depth = self.stack.len();
-        if let Some(level) = self.stack.last_mut()
+        // Under `Keep::Ends`, past its share (or out of room) an array reads
+        // its elements into the window of its last ones.
+        let out_len = self.out.len();
+        let to_last = !muted
+            && self.stack.last().is_some_and(|l| {
+                l.first_share.is_some_and(|(start, share)| {
+                    cut_here || (l.index >= 1 && out_len - start >= share)
+                })
+            });
+        if to_last && let Some(level) = self.stack.pop() {
+            let pointer = self.pointer(level.segment());
+            self.stack.push(level);
+            let limit = self.room().saturating_sub(SLACK);
+            if let Some(level) = self.stack.last_mut() {
+                level.index += 1;
+                level.cut = true;
+                self.last = Some(LastElements::new(depth, pointer, level.index - 1, limit));
+            }
+        } else if let Some(level) = self.stack.last_mut()
             && !level.object
         {
             level.index += 1;
+            if self.last.as_ref().is_some_and(|l| l.depth == depth) {
+                self.last.as_mut().map(LastElements::element);
+            }
             if cut_here {
                 level.cut = true;
                 let first = level.index - 1;
@@ -405,6 +448,11 @@ impl Condenser {
             if role == Role::Block {
                 level.block_start = self.out.len() - 1;
                 self.reserve += REPLACEMENT_ROOM;
+            }
+            if !object && self.keep == Keep::Ends && matches!(role, Role::Structured | Role::Plain)
+            {
+                let share = self.room().saturating_sub(SLACK) / 2;
+                level.first_share = Some((self.out.len(), share));
             }
             if role == Role::Meta
                 && let Some(result) = self.stack.last_mut()
@@ -494,9 +542,19 @@ impl Condenser {
             _ => {}
         }
         if level.cut {
-            let pointer = self.pointer(&level.segment);
-            self.record_as(pointer, level.written, level.index, "items");
-            self.end_elements();
+            let mut written = level.written;
+            let mut cut = true;
+            if let Some(last) = self.last.take_if(|l| l.depth == self.stack.len() + 1) {
+                let (bytes, count) = last.finish(level.written > 0);
+                self.whole(&bytes)?;
+                written += count;
+                cut = last.cut;
+            }
+            if cut {
+                let pointer = self.pointer(&level.segment);
+                self.record_as(pointer, written, level.index, "items");
+                self.end_elements();
+            }
         }
         self.reserve -= 1;
         self.out.push(if level.object { b'}' } else { b']' });
@@ -513,4 +571,9 @@ impl Condenser {
         }
         at
     }
+}
+
+/// JSON's whitespace between tokens.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
