@@ -7,7 +7,8 @@
 //! The result keeps a useful head of the file, says what was cut, links the
 //! rest, and the same call answers alike a second time. The other wire
 //! shape (a Python SDK server, `id` first) and the other era (the SDK v2
-//! client on 2026-07-28) hold in characters too. And how `o200k_base`
+//! client on 2026-07-28) hold in characters too, and the official
+//! everything server in characters and tokens. And how `o200k_base`
 //! counts the official filesystem server's real answers against the
 //! estimate a host without a tokenizer uses (bytes / 4).
 //!
@@ -29,7 +30,7 @@ async fn read_through(clip: &str, unit: &str, amount: usize) -> Option<(Value, V
     condensed(
         &node,
         &server,
-        "read_text_file",
+        &["--tool", "read_text_file"],
         &file,
         clip,
         unit,
@@ -40,12 +41,13 @@ async fn read_through(clip: &str, unit: &str, amount: usize) -> Option<(Value, V
 }
 
 /// `sdk-client.mjs condensed` on `file` through `proxy --clip <clip>` in
-/// front of `server`, checking `unit` (see `condensed-check.mjs`).
+/// front of `server`, checking `unit` (see `condensed-check.mjs`); `call`
+/// names the tool (`--tool NAME`, and `--echo` for server-everything's).
 #[allow(clippy::too_many_arguments)]
 async fn condensed(
     node: &peers::NodePeer,
     server: &[String],
-    tool: &str,
+    call: &[&str],
     file: &TextFile,
     clip: &str,
     unit: &str,
@@ -60,20 +62,11 @@ async fn condensed(
         dump.display().to_string(),
         amount.to_string(),
     );
-    let mut args = vec![
-        "condensed",
-        "--tool",
-        tool,
-        "--file",
-        &path,
-        "--budget",
-        &budget,
-        "--unit",
-        unit,
-        "--dump",
-        &dump_path,
-        "--",
-    ];
+    let mut args = vec!["condensed"];
+    args.extend(call);
+    args.extend([
+        "--file", &path, "--budget", &budget, "--unit", unit, "--dump", &dump_path, "--",
+    ]);
     args.extend(proxied.iter().map(String::as_str));
     let run = run_client(node.script("sdk-client.mjs", &args), 180, what).await;
     run.assert_nothing_left();
@@ -171,7 +164,7 @@ async fn a_budget_in_characters_holds_for_a_python_sdk_server() {
     let Some((summary, shown)) = condensed(
         &node,
         &python.server(),
-        "read_text",
+        &["--tool", "read_text"],
         &file,
         "50000chars",
         "chars",
@@ -192,6 +185,58 @@ async fn a_budget_in_characters_holds_for_a_python_sdk_server() {
         what,
         json!({"shown_utf16": chars, "kept_bytes": summary["marker"]["keptBytes"]}),
     );
+}
+
+/// The official everything server's `echo`, which answers a 3 MiB message
+/// (under the proxy's 4 MiB default limit on the host's messages) with
+/// `Echo: <message>` and no `structuredContent`: within the budget in
+/// characters and in tokens, as the client decodes and `o200k_base`
+/// counts, both ends kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn budgets_in_characters_and_tokens_hold_for_the_everything_server() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let server = node.everything_server();
+    let tokenizer = bpe_openai::o200k_base();
+    for (clip, unit, amount) in [
+        ("50000chars", "chars", 50_000usize),
+        ("25000tokens", "tokens", 25_000),
+    ] {
+        let file = TextFile::new(&format!("units-everything-{unit}"), 3 << 20);
+        let what = format!("typescript-sdk client + server-everything echo, 3 MiB, --clip {clip}");
+        let Some((summary, shown)) = condensed(
+            &node,
+            &server,
+            &["--tool", "echo", "--echo"],
+            &file,
+            clip,
+            unit,
+            amount,
+            &what,
+        )
+        .await
+        else {
+            return;
+        };
+        let texts = texts(&shown);
+        let shown_units: usize = match unit {
+            "chars" => texts.iter().map(|t| t.encode_utf16().count()).sum(),
+            _ => texts.iter().map(|t| tokenizer.count(*t)).sum(),
+        };
+        assert!(shown_units <= amount, "{shown_units} {unit} shown");
+        assert_eq!(shown["structured"], "", "no structuredContent added");
+        assert!(texts[0].starts_with("Echo: "), "{summary}");
+        assert_both_ends(&summary);
+        assert!(
+            summary["marker"]["keptBytes"].as_u64() > Some(amount as u64),
+            "more bytes than {unit} kept: {summary}"
+        );
+        figure(
+            &what,
+            json!({"shown": shown_units, "unit": unit, "kept_bytes": summary["marker"]["keptBytes"], "ms": summary["ms"]}),
+        );
+    }
 }
 
 /// The other protocol era: the TypeScript SDK v2 client pinned to

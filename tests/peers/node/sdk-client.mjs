@@ -7,7 +7,7 @@
 //   node sdk-client.mjs oversized --expect-large ok|error [--rounds N] -- <server command…>
 //   node sdk-client.mjs read-too-large --file PATH -- <server-filesystem command…>
 //   node sdk-client.mjs send-too-large --bytes N -- <server-everything command…>
-//   node sdk-client.mjs condensed --tool NAME --file PATH --budget N [--unit bytes|chars|tokens] [--dump PATH] -- <server command…>
+//   node sdk-client.mjs condensed --tool NAME --file PATH --budget N [--unit bytes|chars|tokens] [--echo] [--dump PATH] -- <server command…>
 //
 // Every check throws on failure (exit 1). The last stdout line is a JSON
 // summary with the round-trip figures, which the Rust test reads.
@@ -190,12 +190,17 @@ async function condensed(client, summary) {
   const { readFileSync } = await import("node:fs");
   const path = option("--file");
   const budget = Number(option("--budget"));
-  const original = readFileSync(path, "utf8");
+  const text = readFileSync(path, "utf8");
+  // `--echo`: the file's text is sent as `message` to server-everything's
+  // `echo`, which answers `Echo: <message>` with no structuredContent.
+  const echo = options.includes("--echo");
+  const args = echo ? { message: text } : { path };
+  const original = echo ? `Echo: ${text}` : text;
   const start = process.hrtime.bigint();
-  const result = await client.callTool({ name: option("--tool"), arguments: { path } }, undefined, { timeout: 120000 });
+  const result = await client.callTool({ name: option("--tool"), arguments: args }, undefined, { timeout: 120000 });
   summary.ms = elapsedMs(start);
   const unit = option("--unit", "bytes");
-  const { marker, keptChars, shownChars, kept } = checkCondensed(result, original, budget, unit);
+  const { marker, keptChars, shownChars, kept } = checkCondensed(result, original, budget, unit, { mirrored: !echo });
   summary.kept_chars = keptChars;
   summary.kept = kept;
   summary.shown_chars = shownChars;
@@ -203,7 +208,7 @@ async function condensed(client, summary) {
   summary.tail = result.content[0].text.slice(-200);
   const dump = option("--dump", "");
   if (dump) (await import("node:fs")).writeFileSync(dump, JSON.stringify(shown(result)));
-  const again = await client.callTool({ name: option("--tool"), arguments: { path } }, undefined, { timeout: 120000 });
+  const again = await client.callTool({ name: option("--tool"), arguments: args }, undefined, { timeout: 120000 });
   check(again.content[0].text === result.content[0].text, "the same result again");
 }
 
