@@ -243,11 +243,13 @@ impl Iterator for Elements<'_> {
     }
 }
 
-/// Insertions into one text, applied at once ([`Splice::apply`]).
+/// Insertions (and replacements) into one text, applied at once
+/// ([`Splice::apply`]).
 #[derive(Debug, Default)]
 pub struct Splice {
-    /// Offset in the original, and the bytes that go there.
-    insertions: Vec<(usize, Vec<u8>)>,
+    /// Where in the original, how many of its bytes are replaced there (0
+    /// for an insertion), and the bytes that go there.
+    insertions: Vec<(usize, usize, Vec<u8>)>,
 }
 
 impl Splice {
@@ -261,9 +263,19 @@ impl Splice {
         self.insertions.is_empty()
     }
 
-    /// Bytes the insertions add.
+    /// Bytes the insertions add (at most: a replacement also removes).
     pub fn added_bytes(&self) -> usize {
-        self.insertions.iter().map(|(_, bytes)| bytes.len()).sum()
+        self.insertions
+            .iter()
+            .map(|(_, _, bytes)| bytes.len())
+            .sum()
+    }
+
+    /// Replaces the value at `span` with `value` (one JSON value). Spans
+    /// replaced must not overlap each other or an insertion.
+    pub fn replace(&mut self, span: Span, value: &[u8]) {
+        let len = span.end.saturating_sub(span.start);
+        self.insertions.push((span.start, len, value.to_vec()));
     }
 
     /// Adds the member `"key":value` at the end of `object` (`key` is
@@ -278,7 +290,7 @@ impl Splice {
         bytes.extend_from_slice(&quoted);
         bytes.push(b':');
         bytes.extend_from_slice(value);
-        self.insertions.push((at, bytes));
+        self.insertions.push((at, 0, bytes));
     }
 
     /// Adds `value` (one JSON value) as the last element of `array`.
@@ -289,20 +301,20 @@ impl Splice {
             bytes.push(b',');
         }
         bytes.extend_from_slice(value);
-        self.insertions.push((at, bytes));
+        self.insertions.push((at, 0, bytes));
     }
 
     /// `text` with the insertions in place; every other byte as it was.
     /// Insertions at the same offset keep the order they were made in.
     pub fn apply(mut self, text: &[u8]) -> Vec<u8> {
-        self.insertions.sort_by_key(|&(at, _)| at);
+        self.insertions.sort_by_key(|&(at, _, _)| at);
         let mut out = Vec::with_capacity(text.len() + self.added_bytes());
         let mut copied = 0;
-        for (at, bytes) in &self.insertions {
-            let at = (*at).min(text.len());
+        for (at, replaced, bytes) in &self.insertions {
+            let at = (*at).clamp(copied, text.len());
             out.extend_from_slice(&text[copied..at]);
             out.extend_from_slice(bytes);
-            copied = at;
+            copied = (at + replaced).min(text.len());
         }
         out.extend_from_slice(&text[copied..]);
         out
@@ -439,6 +451,20 @@ mod tests {
                 String::from_utf8_lossy(text)
             );
         }
+    }
+
+    #[test]
+    fn a_replaced_value_leaves_every_other_byte() {
+        let text = br#"{"params":{"_meta":{"traceparent" : "00-a-b-01","k":1}, "name":"x"}}"#;
+        let meta = path(text, &["params", "_meta"]).unwrap();
+        let old = meta.member(text, "traceparent").unwrap();
+        let mut splice = Splice::new();
+        splice.replace(old, br#""00-c-d-01""#);
+        splice.append_member(text, meta, "tracestate", br#""s=1""#);
+        assert_eq!(
+            splice.apply(text),
+            br#"{"params":{"_meta":{"traceparent" : "00-c-d-01","k":1,"tracestate":"s=1"}, "name":"x"}}"#
+        );
     }
 
     #[test]
