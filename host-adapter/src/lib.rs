@@ -17,6 +17,9 @@
 //!   Rust MCP SDK's client.
 //! - [`server`]: the server side, for tool authors: bounded subprocesses and
 //!   cancellation of in-flight work.
+//! - `telemetry` (feature `otel`): OpenTelemetry traces and metrics over
+//!   OTLP, on the MCP semantic conventions, off unless the environment
+//!   configures an endpoint.
 // `deny`, not `forbid`: component/cache.rs allows the one `unsafe` call,
 // loading compiled code it wrote itself.
 #![deny(unsafe_code)]
@@ -32,3 +35,5 @@ pub mod rmcp;
 pub mod server;
 pub mod session;
 pub mod supervise;
+#[cfg(feature = "otel")]
+pub mod telemetry;

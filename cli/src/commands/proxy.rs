@@ -136,6 +136,18 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         },
         ..ProxyConfig::default()
     };
+    // Export starts outside the runtime: its HTTP client is a blocking
+    // one, on the SDK's own threads.
+    #[cfg(feature = "otel")]
+    let telemetry = match drainpipe_host::telemetry::Telemetry::from_env() {
+        Ok(telemetry) => telemetry.inspect(|t| {
+            t.install();
+        }),
+        Err(error) => {
+            eprintln!("drainpipe: {error}; going on without it");
+            None
+        }
+    };
     let (sink, closer) = StderrSink::stderr();
     let mut command = tokio::process::Command::new(&args.server[0]);
     command.args(&args.server[1..]);
@@ -152,6 +164,13 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
             stop,
         )
         .await
+    });
+    #[cfg(feature = "otel")]
+    let outcome = outcome.map(|mut outcome| {
+        if let Some(telemetry) = &telemetry {
+            outcome.metrics.telemetry = Some(telemetry.shutdown());
+        }
+        outcome
     });
     let code = match outcome {
         Ok(outcome) => {

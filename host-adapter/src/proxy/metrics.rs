@@ -26,6 +26,11 @@ pub struct DirectionMetrics {
     pub unroutable: u64,
     /// Messages cut off by the end of the stream.
     pub truncated: u64,
+    /// Milliseconds the reader waited for room in the queue toward the
+    /// other peer: the time the peer it reads from was held up because
+    /// the other one did not read (for `server_to_host`, the stall of a
+    /// server whose host stopped reading).
+    pub blocked_ms: u64,
 }
 
 /// Everything the proxy counted.
@@ -85,6 +90,13 @@ pub struct ProxyMetrics {
     pub server_exit_code: Option<i32>,
     /// The signal that ended the server, if one did.
     pub server_signal: Option<i32>,
+    /// Times the server's process tree had to be killed (SIGKILL, or its
+    /// job ended on Windows) instead of exiting when asked.
+    pub tree_kills: u64,
+    /// What became of the OpenTelemetry spans, when export was on.
+    #[cfg(feature = "otel")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::telemetry::ExportCounts>,
     /// How long the proxy ran, in milliseconds.
     pub elapsed_ms: u64,
 }
@@ -114,7 +126,7 @@ impl ProxyMetrics {
         ] {
             let _ = writeln!(
                 out,
-                "  {name}: {} bytes, {} messages (largest {} bytes), {} oversize, {} malformed, {} not protocol, {} unroutable, {} truncated",
+                "  {name}: {} bytes, {} messages (largest {} bytes), {} oversize, {} malformed, {} not protocol, {} unroutable, {} truncated, blocked {} ms",
                 d.bytes,
                 d.frames,
                 d.largest_frame_bytes,
@@ -122,7 +134,8 @@ impl ProxyMetrics {
                 d.malformed,
                 d.not_protocol,
                 d.unroutable,
-                d.truncated
+                d.truncated,
+                d.blocked_ms
             );
         }
         let _ = writeln!(
@@ -139,6 +152,14 @@ impl ProxyMetrics {
             self.server_stderr_bytes,
             self.stderr_bytes_dropped
         );
+        #[cfg(feature = "otel")]
+        if let Some(t) = &self.telemetry {
+            let _ = writeln!(
+                out,
+                "  telemetry: {} spans exported, {} failed, {} dropped (queue full), {} unsent at exit",
+                t.spans_exported, t.spans_failed, t.spans_dropped, t.spans_unsent
+            );
+        }
         out
     }
 }

@@ -32,6 +32,7 @@
 
 mod batch;
 mod metrics;
+mod observe;
 mod queue;
 mod route;
 mod sink;
@@ -39,7 +40,7 @@ pub(crate) mod spill;
 
 use std::io;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -228,6 +229,21 @@ pub async fn run(
         discovery: Arc::default(),
         waiting: Arc::new(AtomicUsize::new(0)),
     });
+    let blocked = [to_server.blocked(), to_host.blocked()];
+    #[cfg(feature = "otel")]
+    let observer = observe::Observer::start(
+        || crate::telemetry::calls::Live {
+            metrics: metrics.clone(),
+            blocked: blocked.clone(),
+            spill: store.clone().map(|store| {
+                Arc::new(move || store.stats()) as Arc<dyn Fn() -> (u64, u64) + Send + Sync>
+            }),
+            limit: config.framer.max_frame_bytes() as u64,
+        },
+        config.clip.map(|clip| clip.to_string()),
+    );
+    #[cfg(not(feature = "otel"))]
+    let observer = observe::Observer::default();
     // Fired by a reader whose framer failed: the proxy ends as if stopped.
     let failed = CancellationToken::new();
     let router = |direction, forward, reply, answer_other| Router {
@@ -244,6 +260,7 @@ pub async fn run(
         out_largest: 0,
         spill: spill_route.clone(),
         failed: failed.clone(),
+        observer: observer.clone(),
     };
     let host_reader = router(
         Direction::HostToServer,
@@ -286,6 +303,7 @@ pub async fn run(
     let stderr_pump = tokio::spawn(drain_stderr(spawned.stderr, sink.clone(), metrics.clone()));
 
     let forever = Duration::from_secs(3600);
+    let mut kills = 0u64;
     let status = tokio::select! {
         // A failed framer first: it also ends its reader, which would look
         // like the host's end of input.
@@ -303,7 +321,9 @@ pub async fn run(
                 let _ = tokio::time::timeout(config.shutdown.after_close, server_writer).await;
                 close_server_stdin.cancel();
                 let after_close = config.shutdown.after_close.saturating_sub(grace.elapsed());
-                control.stop(ShutdownTimeouts { after_close, ..config.shutdown }).await.status
+                let stopped = control.stop(ShutdownTimeouts { after_close, ..config.shutdown }).await;
+                kills += u64::from(stopped.killed || stopped.leftovers_killed);
+                stopped.status
             };
             tokio::select! {
                 status = graceful => status,
@@ -326,12 +346,15 @@ pub async fn run(
                 after_close: config.shutdown.after_term,
                 ..config.shutdown
             };
-            control.stop(timeouts).await.status
+            let stopped = control.stop(timeouts).await;
+            kills += u64::from(stopped.killed || stopped.leftovers_killed);
+            stopped.status
         }
         None => None,
     };
     // Kills what the server left in its group (a no-op once it is empty).
-    control.stop(config.shutdown).await;
+    let stopped = control.stop(config.shutdown).await;
+    kills += u64::from(stopped.leftovers_killed);
     close_server_stdin.cancel();
     // The server's last words: everything it wrote before exiting reaches the
     // host, unless a process that escaped its group holds stdout open.
@@ -356,6 +379,7 @@ pub async fn run(
     let deadline = Instant::now() + config.shutdown.after_kill.max(Duration::from_secs(5));
     let mut queued = 0u64;
     for id in &waiting {
+        observer.failed(id, SERVER_GONE, &reason);
         let line = jsonrpc::error_line(id, SERVER_GONE, &reason);
         match tokio::time::timeout_at(deadline.into(), host_replies.send(line)).await {
             Ok(Ok(())) => queued += 1,
@@ -382,6 +406,11 @@ pub async fn run(
     metrics.server_signal = status.and_then(|s| sys::exit_signal(&s));
     metrics.stderr_bytes_dropped = sink.dropped_bytes();
     metrics.elapsed_ms = started.elapsed().as_millis() as u64;
+    metrics.tree_kills = kills;
+    let ms = |nanos: &std::sync::atomic::AtomicU64| nanos.load(Ordering::Relaxed) / 1_000_000;
+    metrics.host_to_server.blocked_ms = ms(&blocked[0]);
+    metrics.server_to_host.blocked_ms = ms(&blocked[1]);
+    observer.end(&metrics);
     if !output_ended {
         sink.line(
             "the server's stdout stayed open after it ended (a process outside its group holds it)",

@@ -6,7 +6,9 @@
 //! hundred thousand small notifications a second costs the proxy a few
 //! thousand task wake-ups and writes, not a hundred thousand of each.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
@@ -56,6 +58,9 @@ pub(crate) struct Forward {
     room: Arc<Semaphore>,
     capacity: u32,
     spares: Spares,
+    /// Nanoseconds `send` waited for room: the time the reader, and so
+    /// the peer it reads from, was held up by the peer that did not read.
+    blocked: Arc<AtomicU64>,
 }
 
 /// A queue holding at most `bytes` bytes of batches; a batch larger than
@@ -70,6 +75,7 @@ pub(crate) fn queue(bytes: usize) -> (Forward, mpsc::Receiver<Batch>) {
         room: Arc::new(Semaphore::new(capacity as usize)),
         capacity,
         spares: Spares::default(),
+        blocked: Arc::default(),
     };
     (forward, receiver)
 }
@@ -78,8 +84,18 @@ impl Forward {
     /// Queues `bytes`, waiting for room. False if the writer is gone.
     pub(crate) async fn send(&self, bytes: Vec<u8>) -> bool {
         let want = bytes.len().clamp(1, self.capacity as usize) as u32;
-        let Ok(room) = self.room.clone().acquire_many_owned(want).await else {
-            return false;
+        let room = match self.room.clone().try_acquire_many_owned(want) {
+            Ok(room) => room,
+            Err(tokio::sync::TryAcquireError::Closed) => return false,
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                let waited = Instant::now();
+                let Ok(room) = self.room.clone().acquire_many_owned(want).await else {
+                    return false;
+                };
+                let nanos = waited.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+                self.blocked.fetch_add(nanos, Ordering::Relaxed);
+                room
+            }
         };
         let batch = Batch {
             bytes,
@@ -87,6 +103,11 @@ impl Forward {
             spares: self.spares.clone(),
         };
         self.batches.send(batch).await.is_ok()
+    }
+
+    /// Nanoseconds `send` has waited for room so far (shared by clones).
+    pub(crate) fn blocked(&self) -> Arc<AtomicU64> {
+        self.blocked.clone()
     }
 
     /// An empty buffer for the next batch: one already written, if any.

@@ -32,6 +32,7 @@ pub(crate) use discover::{Discovery, PROBE_ID};
 use super::ProxyConfig;
 use super::batch::{BatchCapture, Captured, request_ids};
 use super::metrics::{DirectionMetrics, ProxyMetrics};
+use super::observe::Observer;
 use super::queue::Forward;
 use super::sink::StderrSink;
 use super::spill::rpc::{
@@ -54,7 +55,7 @@ use crate::pipe::jsonrpc::{
 pub(crate) struct InFlight(Table<Vec<u8>, (Vec<u8>, Kind)>);
 
 /// The key an id token is matched by.
-fn key_of(token: &[u8]) -> Vec<u8> {
+pub(crate) fn key_of(token: &[u8]) -> Vec<u8> {
     let id = match token {
         [b'"', inner @ .., b'"'] => Id::String(inner),
         b"null" => Id::Null,
@@ -189,6 +190,8 @@ pub(crate) struct Router {
     /// Spilling (`--clip` with a spill store): where cut values are kept,
     /// and, for the host's reader, how its reads are answered.
     pub(crate) spill: Option<SpillRoute>,
+    /// Telemetry, when it is on.
+    pub(crate) observer: Observer,
 }
 
 /// What a reader needs for spilling.
@@ -501,12 +504,15 @@ impl Router {
                 // waiting for it, so it is not failed again at exit.
                 if let Some(id) = cancelled_request(bytes) {
                     self.in_flight.lock().expect("in flight").cancel(&id);
+                    self.observer.cancelled(&id);
                 }
             }
             self.forward_line(bytes);
             return;
         }
         let id = envelope.id.as_ref().map(Id::to_json);
+        // The line to send on instead of `bytes` (with trace context).
+        let mut traced = None;
         match (self.direction, envelope.method, id) {
             (Direction::HostToServer, Some(method), Some(id)) => {
                 if let Some(spill) = &self.spill
@@ -526,6 +532,7 @@ impl Router {
                     return;
                 }
                 let discover = method == b"server/discover";
+                traced = self.observer.request(&id, method, bytes);
                 let tracked = self
                     .in_flight
                     .lock()
@@ -577,6 +584,12 @@ impl Router {
                     self.settle_probe(bytes, envelope.has_result);
                     return;
                 }
+                if let Some((_, Kind::Handshake)) = taken
+                    && envelope.has_result
+                {
+                    self.observer.handshake(bytes);
+                }
+                self.observer.answered(&id, bytes, None, 0);
                 if let Some((_, kind)) = taken
                     && envelope.has_result
                     && self.announce_spill(bytes, kind)
@@ -594,7 +607,7 @@ impl Router {
             }
             _ => {}
         }
-        self.forward_line(bytes);
+        self.forward_line(traced.as_deref().unwrap_or(bytes));
     }
 
     /// Adds what spilling needs to what the server announces: the
@@ -711,6 +724,7 @@ impl Router {
             return false;
         };
         let shown = String::from_utf8_lossy(&id).into_owned();
+        let mut values_linked = 0;
         let line = match (outcome, original) {
             (
                 Ok(Condensed::Cut {
@@ -736,6 +750,7 @@ impl Router {
                     };
                     let (linked, problems) = spilled.link(&links, &mut frame, how);
                     self.with_metrics(|_, m| m.values_spilled += linked as u64);
+                    values_linked = linked as u64;
                     for problem in problems {
                         self.sink.line(&format!("id {shown}: {problem}"));
                     }
@@ -744,10 +759,16 @@ impl Router {
                     "condensed the result for id {shown} from {original_bytes} to {} bytes ({cuts} value(s) cut; content budget {clip})",
                     frame.len()
                 ));
+                self.observer
+                    .answered(&id, &frame, Some(original_bytes), values_linked);
                 frame.push(b'\n');
                 frame
             }
-            (Ok(Condensed::Unchanged), Some(original)) => original,
+            (Ok(Condensed::Unchanged), Some(original)) => {
+                self.observer
+                    .answered(&id, &original[..original.len() - 1], None, 0);
+                original
+            }
             (outcome, _) => {
                 self.with_metrics(|_, m| m.condense_failures += 1);
                 let why = match outcome {
@@ -758,6 +779,7 @@ impl Router {
                     "the result is over the content budget of {clip} and could not be condensed: {why}"
                 );
                 self.sink.line(&format!("{message} (id {shown})"));
+                self.observer.failed(&id, OVER_BUDGET, &message);
                 sized_error_line(
                     &id,
                     OVER_BUDGET,
@@ -927,6 +949,11 @@ impl Router {
         let sent = queue
             .try_send(sized_error_line(id, code, message, sizes))
             .is_ok();
+        // An error for a request of the host ends its span.
+        let to_host = to_reader_peer == (self.direction == Direction::HostToServer);
+        if to_host {
+            self.observer.failed(id, code, message);
+        }
         self.with_metrics(|_, m| {
             if sent {
                 m.errors_sent += 1;

@@ -111,6 +111,8 @@ struct State {
     next_result: u64,
     /// `<n>/<k>` → file, with the media type the link gave.
     links: HashMap<String, (u64, String)>,
+    /// Values evicted so far.
+    evictions: u64,
 }
 
 #[derive(Debug)]
@@ -246,6 +248,13 @@ impl SpillStore {
     /// Stops keeping values and removes the directory. The writer ends
     /// when the last handle is dropped; a file it still has open is gone
     /// with the directory.
+    /// Bytes on disk now, and values evicted so far.
+    #[cfg(feature = "otel")]
+    pub(crate) fn stats(&self) -> (u64, u64) {
+        let state = self.shared.state();
+        (state.total, state.evictions)
+    }
+
     pub(crate) fn close(self) {
         self.shared.closed.store(true, Ordering::SeqCst);
         for _ in 0..3 {

@@ -208,6 +208,7 @@ pub(super) fn evict_for(shared: &Shared, state: &mut State, mine: &[u64]) {
             break;
         };
         remove(shared, state, oldest);
+        state.evictions += 1;
         if let Some(entry) = state.files.get_mut(&oldest) {
             entry.state = FileState::Evicted;
         }
