@@ -212,6 +212,47 @@ async function condensed(client, summary) {
   check(again.content[0].text === result.content[0].text, "the same result again");
 }
 
+/// Against the drainpipe fixture, through `drainpipe proxy` with export on
+/// (the Rust test reads what reached its OTLP receiver): an ordinary call
+/// carrying the host's trace context (`--traceparent`), a `large` result of
+/// `--large-bytes` (condensed under `--clip`, an error over the transport
+/// limit without), and a `slow` call the client cancels.
+async function telemetry(client, summary) {
+  const echo = await client.callTool(
+    { name: "echo", arguments: { hello: "telemetry" }, _meta: { traceparent: option("--traceparent") } },
+    undefined,
+    { timeout: 30000 },
+  );
+  check(echo.structuredContent?.hello === "telemetry", `echo: ${JSON.stringify(echo)}`);
+  try {
+    const large = await client.callTool(
+      { name: "large", arguments: { bytes: Number(option("--large-bytes")) } },
+      undefined,
+      { timeout: 60000 },
+    );
+    summary.large = { condensed: Boolean(large._meta?.["io.drainpipe/truncated"]), links: large.content.filter((b) => b.type === "resource_link").length };
+  } catch (error) {
+    summary.large = { error: error.code ?? String(error) };
+  }
+  const abort = new AbortController();
+  const slow = client.callTool(
+    { name: "slow", arguments: { steps: 100, step_ms: 100 } },
+    undefined,
+    { signal: abort.signal, timeout: 60000 },
+  );
+  setTimeout(() => abort.abort("enough"), 300);
+  try {
+    await slow;
+    summary.slow = "answered";
+  } catch (error) {
+    summary.slow = "cancelled";
+  }
+  // The proxy ends the cancelled call's span at once; a last call shows
+  // the session still works.
+  const again = await client.callTool({ name: "echo", arguments: { n: 2 } }, undefined, { timeout: 30000 });
+  check(again.structuredContent?.n === 2, "the session works after the cancellation");
+}
+
 const transport = new StdioClientTransport({ command, args, stderr: "inherit", env: process.env });
 const client = new Client({ name: "drainpipe-release-sdk-client", version: "0.0.0" });
 const summary = { mode, peer: "typescript-sdk" };
@@ -222,6 +263,7 @@ try {
   else if (mode === "read-too-large") await readTooLarge(client, summary);
   else if (mode === "send-too-large") await sendTooLarge(client, summary);
   else if (mode === "condensed") await condensed(client, summary);
+  else if (mode === "telemetry") await telemetry(client, summary);
   else throw new Error(`unknown mode ${mode}`);
   summary.ok = true;
 } catch (error) {
