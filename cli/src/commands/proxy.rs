@@ -165,6 +165,10 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         )
         .await
     });
+    // The host has had every answer: it sees the end of the proxy's output
+    // now, not after the teardown (and the last export, up to its grace
+    // with a collector that does not answer).
+    release_stdout();
     #[cfg(feature = "otel")]
     let outcome = outcome.map(|mut outcome| {
         if let Some(telemetry) = &telemetry {
@@ -195,6 +199,15 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
     closer.close(Duration::from_secs(1));
     // The host's stdin may still be open in a blocked read: do not wait for it.
     std::process::exit(code)
+}
+
+/// Points this process's stdout at the null device, closing the host's
+/// pipe (nothing else holds its write end).
+fn release_stdout() {
+    #[cfg(unix)]
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
 }
 
 fn report(args: &ProxyArgs, metrics: &ProxyMetrics, sink: &StderrSink) {
