@@ -336,8 +336,13 @@ async fn main() {
             let count: u64 = args.get(1).map_or(300_000, |s| s.parse().expect("COUNT"));
             pipe_speed(count).await;
         }
+        Some("otel-cost") => {
+            let calls: usize = args.get(1).map_or(5_000, |s| s.parse().expect("CALLS"));
+            let count: u64 = args.get(2).map_or(300_000, |s| s.parse().expect("COUNT"));
+            otel_cost(calls, count).await;
+        }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT]"
         ),
     }
 }
@@ -453,11 +458,24 @@ async fn plain_pipe_run(count: u64, size: usize) -> Run {
 /// `drainpipe proxy -- server`, strict validation on (the default), its
 /// stdout read here; the proxy's VmHWM sampled every 5 ms.
 async fn proxy_run(drainpipe: &std::path::Path, extra: &[&str], count: u64, size: usize) -> Run {
+    proxy_run_env(drainpipe, extra, None, count, size).await
+}
+
+/// [`proxy_run`], exporting telemetry to `endpoint` if given.
+async fn proxy_run_env(
+    drainpipe: &std::path::Path,
+    extra: &[&str],
+    endpoint: Option<&str>,
+    count: u64,
+    size: usize,
+) -> Run {
     use std::sync::atomic::{AtomicU64, Ordering};
     let server = notifications_child(count, size);
     let server = server.as_std();
     let started = Instant::now();
-    let mut child = Command::new(drainpipe)
+    let mut child = Command::new(drainpipe);
+    export_to(&mut child, endpoint);
+    let mut child = child
         .args(["proxy", "--metrics", "none"])
         .args(extra)
         .arg("--")
@@ -514,4 +532,179 @@ async fn session_run(count: u64, size: usize, batched: bool) -> Run {
     let bytes = session.metrics().stdout_bytes;
     session.shutdown().await;
     (lines, bytes, took, 0)
+}
+
+/// Sets or clears the OTLP endpoint of a `drainpipe` command.
+fn export_to(command: &mut Command, endpoint: Option<&str>) {
+    command
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+        .env_remove("OTEL_SDK_DISABLED");
+    match endpoint {
+        Some(endpoint) => command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+        None => command.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT"),
+    };
+}
+
+/// A collector for the bench: accepts OTLP/HTTP requests and answers each
+/// `200` at once (`answer`), or accepts connections and never answers.
+fn collector(answer: bool) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut writer = stream.try_clone().expect("clone");
+                let mut reader = BufReader::new(stream);
+                if !answer {
+                    let mut sink = [0u8; 65536];
+                    while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+                    return;
+                }
+                loop {
+                    let mut length = 0usize;
+                    let mut first = true;
+                    loop {
+                        let mut header = String::new();
+                        if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let header = header.trim_end();
+                        if header.is_empty() && !first {
+                            break;
+                        }
+                        first = false;
+                        if let Some((name, value)) = header.split_once(':')
+                            && name.eq_ignore_ascii_case("content-length")
+                        {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0u8; length];
+                    if reader.read_exact(&mut body).is_err()
+                        || writer
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// `calls` sequential `tools/call echo` through `drainpipe proxy` in front
+/// of the fixture, exporting to `endpoint` if given: the round trips'
+/// durations, sorted, and the time from closing the proxy's stdin to the
+/// end of its stdout and to its exit.
+async fn echo_round_trips(
+    drainpipe: &std::path::Path,
+    endpoint: Option<&str>,
+    calls: usize,
+) -> (Vec<Duration>, Duration, Duration) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let fixture = fixture();
+    let mut child = Command::new(drainpipe);
+    export_to(&mut child, endpoint);
+    let mut child = child
+        .args(["proxy", "--metrics", "none", "--"])
+        .arg(fixture.as_std().get_program())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("drainpipe proxy");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = Vec::new();
+    let initialize = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"e2e\",\"version\":\"0\"}}}\n";
+    stdin
+        .write_all(initialize.as_bytes())
+        .await
+        .expect("initialize");
+    stdout
+        .read_until(b'\n', &mut line)
+        .await
+        .expect("initialize answer");
+    let mut took = Vec::with_capacity(calls);
+    for id in 1..=calls + 100 {
+        let request = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"n\":{id}}}}}}}\n"
+        );
+        let started = Instant::now();
+        stdin.write_all(request.as_bytes()).await.expect("request");
+        line.clear();
+        stdout.read_until(b'\n', &mut line).await.expect("answer");
+        // The first 100 warm up.
+        if id > 100 {
+            took.push(started.elapsed());
+        }
+    }
+    let closing = Instant::now();
+    drop(stdin);
+    line.clear();
+    while stdout.read_until(b'\n', &mut line).await.expect("end") > 0 {
+        line.clear();
+    }
+    let end_of_output = closing.elapsed();
+    child.wait().await.expect("wait");
+    let exited = closing.elapsed();
+    took.sort();
+    (took, end_of_output, exited)
+}
+
+/// What OpenTelemetry export costs the proxy: export off, to a collector
+/// that answers, and to one that accepts connections and never answers.
+async fn otel_cost(calls: usize, count: u64) {
+    const ROUNDS: usize = 5;
+    let drainpipe = {
+        let fixture = fixture();
+        std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
+    };
+    let answering = collector(true);
+    let black_hole = collector(false);
+    let settings: [(&str, Option<&str>); 3] = [
+        ("export off", None),
+        ("export to a collector", Some(answering.as_str())),
+        ("export to a black hole", Some(black_hole.as_str())),
+    ];
+    println!(
+        "| export | 100 B notifications: time (median of {ROUNDS}) | share of export off | {calls} echo calls: p50 | p99 | end of output after stdin closed | exit |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let mut pipe: [Vec<Duration>; 3] = Default::default();
+    let mut trips: [Vec<(Vec<Duration>, Duration, Duration)>; 3] = Default::default();
+    for _ in 0..ROUNDS {
+        for (k, (_, endpoint)) in settings.iter().enumerate() {
+            pipe[k].push(
+                proxy_run_env(&drainpipe, &[], *endpoint, count, 100)
+                    .await
+                    .2,
+            );
+            trips[k].push(echo_round_trips(&drainpipe, *endpoint, calls).await);
+        }
+    }
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let off = median(pipe[0].clone());
+    for (k, (what, _)) in settings.iter().enumerate() {
+        let time = median(pipe[k].clone());
+        // The round trips of all rounds together; the exit times' medians.
+        let mut all: Vec<Duration> = trips[k].iter().flat_map(|t| t.0.iter().copied()).collect();
+        all.sort();
+        let pick = |q: f64| all[((all.len() as f64 * q) as usize).min(all.len() - 1)];
+        let end = median(trips[k].iter().map(|t| t.1).collect());
+        let exit = median(trips[k].iter().map(|t| t.2).collect());
+        println!(
+            "| {what} | {time:.2?} | {:.0}% | {:.0} µs | {:.0} µs | {end:.1?} | {exit:.1?} |",
+            100.0 * off.as_secs_f64() / time.as_secs_f64(),
+            pick(0.5).as_secs_f64() * 1e6,
+            pick(0.99).as_secs_f64() * 1e6,
+        );
+    }
 }
