@@ -126,8 +126,15 @@ async fn the_proxy_exports_mcp_spans_and_drainpipe_metrics() {
 
     // The answer over the transport limit: the proxy's own error.
     let large = span(&spans, "tools/call large");
-    assert_eq!(large.attr("error.type"), Some(TOO_LARGE.to_string().as_str()), "{large:?}");
-    assert_eq!(large.attr("rpc.response.status_code"), Some(TOO_LARGE.to_string().as_str()));
+    assert_eq!(
+        large.attr("error.type"),
+        Some(TOO_LARGE.to_string().as_str()),
+        "{large:?}"
+    );
+    assert_eq!(
+        large.attr("rpc.response.status_code"),
+        Some(TOO_LARGE.to_string().as_str())
+    );
     assert_eq!(large.attr("drainpipe.answered_by"), Some("proxy"));
     assert_eq!(large.status_code, 2, "ERROR");
     // Without the host's trace, a call is a child of the session's span.
@@ -239,4 +246,54 @@ async fn a_condensed_and_spilled_result_is_measured() {
         kept.count == 1 && kept.value <= (64 << 10) as f64,
         "{kept:?}"
     );
+}
+
+/// A 2026-07-28 request goes on with the proxy's span as its trace
+/// context, so the server's spans become the proxy's children: the
+/// official SDK v2 server (`v2-server.mjs`, its `trace_context` tool)
+/// reports the `traceparent` it received, which names the proxy's span in
+/// the host's trace. A 2025 request (the same client in `legacy` mode)
+/// goes on as the host wrote it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_server_gets_the_proxys_trace_context() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let server = vec![
+        node.node.display().to_string(),
+        node.dir.join("v2-server.mjs").display().to_string(),
+    ];
+    let proxied = proxy_argv(&drainpipe, &["--metrics", "none"], &server);
+    let host = format!("00-{TRACE_ID}-{HOST_SPAN}-01");
+    for mode in ["pin", "legacy"] {
+        let receiver = Receiver::start();
+        let mut args = vec!["trace", "--traceparent", &host, "--mode", mode, "--"];
+        args.extend(proxied.iter().map(String::as_str));
+        let mut client = node.script("sdk-v2-client.mjs", &args);
+        client
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+            .env_remove("OTEL_SDK_DISABLED");
+        let run = run_client(client, 120, &format!("SDK v2 client ({mode}) + v2 server")).await;
+        run.assert_nothing_left();
+        let saw = run.summary["server_saw"]["traceparent"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{mode}: {}", run.summary))
+            .to_string();
+        receiver
+            .wait_for_span("drainpipe proxy", Duration::from_secs(10))
+            .expect("the session span was exported");
+        let spans = receiver.spans();
+        let call = span(&spans, "tools/call trace_context");
+        assert_eq!(call.trace_id, TRACE_ID, "{mode}");
+        assert_eq!(call.parent_span_id, HOST_SPAN, "{mode}");
+        if mode == "pin" {
+            assert_eq!(call.attr("mcp.protocol.version"), Some("2026-07-28"));
+            assert_eq!(saw, format!("00-{TRACE_ID}-{}-01", call.span_id), "{mode}");
+        } else {
+            assert_eq!(saw, host, "{mode}: a 2025 request goes on as written");
+        }
+    }
 }

@@ -6,12 +6,15 @@
 //
 //   node sdk-v2-client.mjs condensed --file PATH --budget N [--mode pin|legacy|auto]
 //        [--expect-direct-failure] -- <server command…>
+//   node sdk-v2-client.mjs trace --traceparent TP [--mode …] -- <server command…>
 //
 // Reads the file through `read_text` and checks what `sdk-client.mjs
 // condensed` checks: the result is accepted (the schema check included),
 // its text is a prefix of the file, the mirror is cut alike, and the
 // marker says what was cut. With `--expect-direct-failure` the result must
 // instead fail (the client's own buffer limit, when nothing is in between).
+// With `--traceparent`, it calls `trace_context` with that trace context in
+// `_meta` instead and reports what the server saw (`server_saw`).
 // The last stdout line is a JSON summary, with the revision negotiated.
 
 import { readFileSync } from "node:fs";
@@ -37,16 +40,24 @@ const client = new Client(
   { versionNegotiation: { mode: modes[modeName] } },
 );
 try {
-  await client.connect(new StdioClientTransport({ command, args, stderr: "inherit" }));
+  await client.connect(new StdioClientTransport({ command, args, stderr: "inherit", env: process.env }));
   summary.protocol = client.getNegotiatedProtocolVersion();
   check(
     (modeName === "legacy") === (summary.protocol !== "2026-07-28"),
     `mode ${modeName} negotiated ${summary.protocol}`,
   );
-  const path = option("--file");
+  const path = options.includes("--file") ? option("--file") : undefined;
   const budget = Number(option("--budget"));
-  const original = readFileSync(path, "utf8");
-  if (options.includes("--expect-direct-failure")) {
+  const original = path === undefined ? "" : readFileSync(path, "utf8");
+  if (options.includes("--traceparent")) {
+    // What the server saw of the trace context this host sent.
+    const result = await client.callTool(
+      { name: "trace_context", arguments: {}, _meta: { traceparent: option("--traceparent") } },
+      undefined,
+      { timeout: 30000 },
+    );
+    summary.server_saw = JSON.parse(result.content[0].text);
+  } else if (options.includes("--expect-direct-failure")) {
     let failed = false;
     try {
       await client.callTool({ name: "read_text", arguments: { path } }, undefined, { timeout: 60000 });

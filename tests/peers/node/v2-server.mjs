@@ -1,7 +1,7 @@
 // An MCP stdio server on the official TypeScript SDK v2
 // (`@modelcontextprotocol/server`), serving both protocol eras through
-// `serveStdio` (`--reject-legacy`: the 2026-07-28 era only). One tool,
-// `read_text {path}`, returns the file's text in `content` and mirrored in
+// `serveStdio` (`--reject-legacy`: the 2026-07-28 era only). `trace_context`
+// answers the trace context its request carried. `read_text {path}` returns the file's text in `content` and mirrored in
 // `structuredContent.content`, under a strict output schema
 // (`additionalProperties: false`), as the official filesystem server does.
 // Logs go to stderr only.
@@ -37,6 +37,17 @@ serveStdio(
       async ({ path }) => {
         const text = readFileSync(path, "utf8");
         return { content: [{ type: "text", text }], structuredContent: { content: text } };
+      },
+    );
+    // The trace context the request arrived with, as the server's
+    // instrumentation would read it.
+    server.registerTool(
+      "trace_context",
+      { description: "The traceparent and tracestate this request carried in _meta." },
+      async (ctx) => {
+        const meta = ctx.mcpReq?._meta ?? {};
+        const seen = { traceparent: meta.traceparent ?? null, tracestate: meta.tracestate ?? null };
+        return { content: [{ type: "text", text: JSON.stringify(seen) }] };
       },
     );
     return server;
