@@ -227,6 +227,10 @@ async fn a_condensed_and_spilled_result_is_measured() {
     );
     assert_eq!(large.attr("error.type"), None);
 
+    figure(
+        "the span of a condensed and spilled tools/call, as a receiver decodes it",
+        json!({"name": large.name, "kind": large.kind, "attributes": large.attributes}),
+    );
     let points = receiver.points();
     assert_eq!(
         last(&points, "drainpipe.results.condensed", None).value,
