@@ -131,6 +131,9 @@ pub(crate) struct Shared {
     negotiated: OnceLock<protocol::Settled>,
     /// Held for the whole of a handshake, so two callers cannot both run one.
     negotiating: tokio::sync::Mutex<()>,
+    /// Telemetry, when the process exports it.
+    #[cfg(feature = "otel")]
+    trace: Option<crate::telemetry::session::SessionTrace>,
 }
 
 impl Shared {
@@ -275,6 +278,8 @@ impl Session {
             killed: AtomicBool::new(false),
             close_stdin: CancellationToken::new(),
             negotiated: OnceLock::new(),
+            #[cfg(feature = "otel")]
+            trace: crate::telemetry::session::SessionTrace::start(),
             negotiating: tokio::sync::Mutex::new(()),
             config,
         });
@@ -395,6 +400,19 @@ impl Session {
             None => params,
         };
         let id = RequestId(shared.next_id.fetch_add(1, Ordering::Relaxed));
+        #[cfg(feature = "otel")]
+        let mut params = params;
+        #[cfg(feature = "otel")]
+        let trace = shared.trace.as_ref().map(|trace| {
+            let settled = shared.negotiated.get();
+            trace.call(
+                id.0,
+                method,
+                &mut params,
+                settled.map(|s| s.revision_name()),
+                settled.is_some_and(|s| s.is_stateless()),
+            )
+        });
         let line = request_line(id, method, &params);
         let minimum = drainpipe_framer::budget::MIN_CONDENSE_BUDGET;
         if let Some(budget) = options.condense_to.filter(|&budget| budget < minimum) {
@@ -430,6 +448,8 @@ impl Session {
             cancel_on_timeout: config.cancel_on_timeout,
             condense_to: options.clip(),
             shared: shared.clone(),
+            #[cfg(feature = "otel")]
+            trace,
         };
         // If the session was lost between the check above and the insert, the
         // loss did not see this slot: fail it here so it cannot wait forever.
@@ -577,6 +597,12 @@ impl Session {
         let stopped = process.stop(timeouts).await;
         if stopped.killed {
             Counters::bump(&shared.counters.process_kills);
+        }
+        #[cfg(feature = "otel")]
+        if let Some(trace) = &shared.trace {
+            let protocol = shared.negotiated.get().map(|s| s.revision_name());
+            let error = lost.as_ref().map(|_| "session_lost");
+            trace.end(&self.metrics(), protocol, error);
         }
         shared.lose("session shut down");
         let (reader, writer, stderr) = {

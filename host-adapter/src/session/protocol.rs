@@ -374,6 +374,19 @@ pub(crate) struct Settled {
 }
 
 impl Settled {
+    /// The revision settled on, as the protocol names it.
+    #[cfg(feature = "otel")]
+    pub(crate) fn revision_name(&self) -> &'static str {
+        self.revision.as_str()
+    }
+
+    /// Whether requests carry the per-request envelope (2026-07-28), and
+    /// with it trace context.
+    #[cfg(feature = "otel")]
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.envelope.is_some()
+    }
+
     /// `params` as the settled revision sends them.
     pub(crate) fn params(&self, params: Value) -> Value {
         match &self.envelope {

@@ -298,6 +298,9 @@ pub struct PendingCall {
     /// The content budget of the result, if condensing was asked for.
     pub(crate) condense_to: Option<Clip>,
     pub(crate) shared: Arc<Shared>,
+    /// The request's span, when the process exports telemetry.
+    #[cfg(feature = "otel")]
+    pub(crate) trace: Option<crate::telemetry::session::CallTrace>,
 }
 
 impl fmt::Debug for PendingCall {
@@ -317,6 +320,15 @@ impl PendingCall {
 
     /// Waits for the request's one outcome.
     pub async fn outcome(mut self) -> Result<Response, CallError> {
+        let outcome = self.wait().await;
+        #[cfg(feature = "otel")]
+        if let Some(trace) = self.trace.take() {
+            trace.end(&outcome);
+        }
+        outcome
+    }
+
+    async fn wait(&mut self) -> Result<Response, CallError> {
         // The slot stays in `self` while waiting: if this future is dropped
         // half-way, `Drop` still sees a pending request and cancels it.
         let deadline = self.deadline;
@@ -366,6 +378,10 @@ impl PendingCall {
 
 impl Drop for PendingCall {
     fn drop(&mut self) {
+        #[cfg(feature = "otel")]
+        if let Some(trace) = self.trace.take() {
+            trace.abandoned();
+        }
         let was_pending = self.slot.is_some()
             && self
                 .shared

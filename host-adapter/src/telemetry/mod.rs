@@ -29,6 +29,7 @@
 
 pub(crate) mod calls;
 pub mod names;
+pub(crate) mod session;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -121,10 +122,18 @@ impl Telemetry {
         if disabled || !endpoint {
             return Ok(None);
         }
-        Telemetry::start().map(Some)
+        Telemetry::start(None).map(Some)
     }
 
-    fn start() -> Result<Telemetry, TelemetryError> {
+    /// Export to the collector at `endpoint` (a base URL such as
+    /// `http://localhost:4318`; `/v1/traces` and `/v1/metrics` are
+    /// appended), whatever the environment says of the endpoint; the other
+    /// variables apply as in [`Telemetry::from_env`].
+    pub fn to_endpoint(endpoint: &str) -> Result<Telemetry, TelemetryError> {
+        Telemetry::start(Some(endpoint.trim_end_matches('/')))
+    }
+
+    fn start(endpoint: Option<&str>) -> Result<Telemetry, TelemetryError> {
         for name in [
             "OTEL_EXPORTER_OTLP_PROTOCOL",
             "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
@@ -140,16 +149,18 @@ impl Telemetry {
         }
         let error =
             |e: opentelemetry_otlp::ExporterBuildError| TelemetryError::Exporter(e.to_string());
-        let spans = opentelemetry_otlp::SpanExporter::builder()
+        let mut spans = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .build()
-            .map_err(error)?;
-        let metrics = opentelemetry_otlp::MetricExporter::builder()
+            .with_protocol(Protocol::HttpBinary);
+        let mut metrics = opentelemetry_otlp::MetricExporter::builder()
             .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .build()
-            .map_err(error)?;
+            .with_protocol(Protocol::HttpBinary);
+        if let Some(endpoint) = endpoint {
+            spans = spans.with_endpoint(format!("{endpoint}/v1/traces"));
+            metrics = metrics.with_endpoint(format!("{endpoint}/v1/metrics"));
+        }
+        let spans = spans.build().map_err(error)?;
+        let metrics = metrics.build().map_err(error)?;
         let resource = resource();
         let counts = Arc::new(Counts::default());
         let batch = BatchSpanProcessor::builder(Counted {
