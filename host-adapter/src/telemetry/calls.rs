@@ -23,13 +23,14 @@ use std::time::Instant;
 use drainpipe_framer::splice::{Span as Json, Splice};
 use opentelemetry::metrics::{Histogram, Meter};
 use opentelemetry::propagation::TextMapPropagator;
-use opentelemetry::trace::{Link, Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
+use opentelemetry::trace::{Link, Span as _, SpanKind, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{Span, Tracer};
+use opentelemetry_sdk::trace::Tracer;
 
 use super::Telemetry;
 use super::names::*;
+use super::operation::{self, Operation};
 use crate::proxy::ProxyMetrics;
 
 /// Spans open at once, at most; past it a request is not traced. Bounds
@@ -68,7 +69,7 @@ pub(crate) struct Calls {
     result_size: Histogram<u64>,
     kept_size: Histogram<u64>,
     session: Mutex<Session>,
-    open: Mutex<HashMap<Vec<u8>, Call>>,
+    open: Mutex<HashMap<Vec<u8>, Operation>>,
 }
 
 struct Session {
@@ -77,14 +78,6 @@ struct Session {
     /// The revision `initialize` settled on, if seen.
     protocol: Option<String>,
     ended: bool,
-}
-
-struct Call {
-    span: Span,
-    started: Instant,
-    /// The attributes the duration histogram is recorded with.
-    metric: Vec<KeyValue>,
-    tool_call: bool,
 }
 
 impl Calls {
@@ -169,83 +162,52 @@ impl Calls {
                 session.context.span().span_context().clone(),
             )
         };
-        let mut metric = vec![
-            KeyValue::new(MCP_METHOD_NAME, method.clone()),
-            KeyValue::new(NETWORK_TRANSPORT, "pipe"),
-        ];
-        let target = match method.as_str() {
-            "tools/call" => request.name.clone().map(|n| (GEN_AI_TOOL_NAME, n)),
-            "prompts/get" => request.name.clone().map(|n| (GEN_AI_PROMPT_NAME, n)),
-            _ => None,
-        };
-        if let Some((key, name)) = &target {
-            metric.push(KeyValue::new(*key, name.clone()));
+        let mut extra = vec![KeyValue::new(REQUEST_SIZE, line.len() as i64)];
+        if method == "resources/read"
+            && let Some(uri) = &request.uri
+        {
+            extra.push(KeyValue::new(MCP_RESOURCE_URI, uri.clone()));
         }
-        if let Some(protocol) = &protocol {
-            metric.push(KeyValue::new(MCP_PROTOCOL_VERSION, protocol.clone()));
-        }
-        let mut attributes = metric.clone();
-        if token != b"null" {
+        let id = (token != b"null").then(|| {
             let id = match token {
                 [b'"', inner @ .., b'"'] => inner,
                 other => other,
             };
-            attributes.push(KeyValue::new(
-                JSONRPC_REQUEST_ID,
-                String::from_utf8_lossy(id).into_owned(),
-            ));
-        }
-        if method == "tools/call" {
-            attributes.push(KeyValue::new(GEN_AI_OPERATION_NAME, "execute_tool"));
-        }
-        if method == "resources/read"
-            && let Some(uri) = &request.uri
-        {
-            attributes.push(KeyValue::new(MCP_RESOURCE_URI, uri.clone()));
-        }
-        attributes.push(KeyValue::new(REQUEST_SIZE, line.len() as i64));
+            String::from_utf8_lossy(id).into_owned()
+        });
         // The host's trace, when it sent one; else the session's.
-        let (parent, links) = match &request.traceparent {
-            Some(traceparent) => {
-                let mut carrier = HashMap::from([("traceparent".to_string(), traceparent.clone())]);
-                if let Some(state) = &request.tracestate {
-                    carrier.insert("tracestate".to_string(), state.clone());
-                }
-                let remote = self.propagator.extract(&carrier);
-                if remote.span().span_context().is_valid() {
-                    (remote, vec![Link::with_context(session)])
-                } else {
-                    (parent, Vec::new())
-                }
+        let remote = request.traceparent.as_ref().map(|traceparent| {
+            let mut carrier = HashMap::from([("traceparent".to_string(), traceparent.clone())]);
+            if let Some(state) = &request.tracestate {
+                carrier.insert("tracestate".to_string(), state.clone());
             }
-            None => (parent, Vec::new()),
+            self.propagator.extract(&carrier)
+        });
+        let (parent, links) = match remote {
+            Some(remote) if remote.span().span_context().is_valid() => {
+                (remote, vec![Link::with_context(session)])
+            }
+            _ => (parent, Vec::new()),
         };
-        let name = match &target {
-            Some((_, target)) => format!("{method} {target}"),
-            None => method.clone(),
-        };
-        let span = self
-            .tracer
-            .span_builder(name)
-            .with_kind(SpanKind::Client)
-            .with_attributes(attributes)
-            .with_links(links)
-            .start_with_context(&self.tracer, &parent);
+        let operation = Operation::start(
+            &self.tracer,
+            operation::Request {
+                method: &method,
+                name: request.name.as_deref(),
+                id,
+                protocol: protocol.as_deref(),
+                extra,
+            },
+            &parent,
+            links,
+        );
         let traced = request
             .modern
-            .then(|| with_trace_context(&self.propagator, line, &span))
+            .then(|| with_trace_context(line, &operation))
             .flatten();
         let mut open = self.open.lock().expect("telemetry calls");
         if open.len() < MAX_OPEN {
-            open.insert(
-                key,
-                Call {
-                    span,
-                    started: Instant::now(),
-                    metric,
-                    tool_call: method == "tools/call",
-                },
-            );
+            open.insert(key, operation);
         }
         traced
     }
@@ -326,7 +288,7 @@ impl Calls {
     /// The session ended: spans still open end as unanswered, then the
     /// session's own.
     pub(crate) fn end_session(&self, metrics: &ProxyMetrics) {
-        let open: Vec<Call> = {
+        let open: Vec<Operation> = {
             let mut open = self.open.lock().expect("telemetry calls");
             open.drain().map(|(_, call)| call).collect()
         };
@@ -371,31 +333,12 @@ impl Calls {
             .record(session.started.elapsed().as_secs_f64(), &attributes);
     }
 
-    fn take(&self, key: &[u8]) -> Option<Call> {
+    fn take(&self, key: &[u8]) -> Option<Operation> {
         self.open.lock().expect("telemetry calls").remove(key)
     }
 
-    fn end(&self, mut call: Call) {
-        self.operation
-            .record(call.started.elapsed().as_secs_f64(), &call.metric);
-        call.span.end();
-    }
-}
-
-impl Call {
-    /// Marks the call failed with `error.type` `kind`.
-    fn fail(&mut self, kind: &str, code: Option<&str>, message: String) {
-        self.span
-            .set_attribute(KeyValue::new(ERROR_TYPE, kind.to_string()));
-        self.metric
-            .push(KeyValue::new(ERROR_TYPE, kind.to_string()));
-        if let Some(code) = code {
-            self.span
-                .set_attribute(KeyValue::new(RPC_RESPONSE_STATUS_CODE, code.to_string()));
-            self.metric
-                .push(KeyValue::new(RPC_RESPONSE_STATUS_CODE, code.to_string()));
-        }
-        self.span.set_status(Status::error(message));
+    fn end(&self, call: Operation) {
+        call.end(&self.operation);
     }
 }
 
@@ -434,16 +377,10 @@ impl Request {
 }
 
 /// `line` with `params._meta.traceparent` (and `tracestate`) set to
-/// `span`'s context: replaced where the host wrote them, else added; every
-/// other byte as it was.
-fn with_trace_context(
-    propagator: &TraceContextPropagator,
-    line: &[u8],
-    span: &Span,
-) -> Option<Vec<u8>> {
-    let cx = Context::new().with_remote_span_context(span.span_context().clone());
-    let mut carrier: HashMap<String, String> = HashMap::new();
-    propagator.inject_context(&cx, &mut carrier);
+/// `operation`'s context: replaced where the host wrote them, else added;
+/// every other byte as it was.
+fn with_trace_context(line: &[u8], operation: &Operation) -> Option<Vec<u8>> {
+    let carrier = operation.trace_context();
     let meta = Json::whole(line)?
         .member(line, "params")?
         .member(line, "_meta")?;

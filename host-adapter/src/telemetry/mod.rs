@@ -29,6 +29,7 @@
 
 pub(crate) mod calls;
 pub mod names;
+mod operation;
 pub(crate) mod session;
 
 use std::sync::atomic::{AtomicU64, Ordering};

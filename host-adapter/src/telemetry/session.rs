@@ -13,19 +13,17 @@
 //! touch the reader's hot path, and observing them live would keep every
 //! session's counters alive for as long as the process exports.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
 use opentelemetry::metrics::{Counter, Histogram};
-use opentelemetry::propagation::TextMapPropagator;
-use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
+use opentelemetry::trace::{Span as _, SpanKind, TraceContextExt, Tracer as _};
 use opentelemetry::{Context, KeyValue};
-use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{Span, Tracer};
+use opentelemetry_sdk::trace::Tracer;
 use serde_json::Value;
 
 use super::Telemetry;
 use super::names::*;
+use super::operation::{Operation, Request};
 use crate::session::{CallError, Response, SessionMetrics};
 
 /// A session counter as a metric, and how it is read.
@@ -43,11 +41,8 @@ pub(crate) struct SessionTrace {
 
 /// One request's span, ended with its outcome.
 pub(crate) struct CallTrace {
-    span: Span,
-    started: Instant,
-    metric: Vec<KeyValue>,
-    tool_call: bool,
-    operation: Histogram<f64>,
+    operation: Operation,
+    histogram: Histogram<f64>,
 }
 
 impl SessionTrace {
@@ -126,65 +121,42 @@ impl SessionTrace {
         protocol: Option<&str>,
         modern: bool,
     ) -> CallTrace {
-        let name = params
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let target = match method {
-            "tools/call" => name.map(|n| (GEN_AI_TOOL_NAME, n)),
-            "prompts/get" => name.map(|n| (GEN_AI_PROMPT_NAME, n)),
-            _ => None,
-        };
-        let mut metric = vec![
-            KeyValue::new(MCP_METHOD_NAME, method.to_string()),
-            KeyValue::new(NETWORK_TRANSPORT, "pipe"),
-        ];
-        if let Some((key, value)) = &target {
-            metric.push(KeyValue::new(*key, value.clone()));
-        }
-        if let Some(protocol) = protocol {
-            metric.push(KeyValue::new(MCP_PROTOCOL_VERSION, protocol.to_string()));
-        }
-        let mut attributes = metric.clone();
-        attributes.push(KeyValue::new(JSONRPC_REQUEST_ID, id.to_string()));
-        if method == "tools/call" {
-            attributes.push(KeyValue::new(GEN_AI_OPERATION_NAME, "execute_tool"));
-        }
         let current = Context::current();
         let parent = if current.span().span_context().is_valid() {
             current
         } else {
             self.context.clone()
         };
-        let span_name = match &target {
-            Some((_, target)) => format!("{method} {target}"),
-            None => method.to_string(),
-        };
-        let span = self
-            .tracer
-            .span_builder(span_name)
-            .with_kind(SpanKind::Client)
-            .with_attributes(attributes)
-            .start_with_context(&self.tracer, &parent);
-        if modern && let Some(object) = params.as_object_mut() {
-            let cx = Context::new().with_remote_span_context(span.span_context().clone());
-            let mut carrier: HashMap<String, String> = HashMap::new();
-            TraceContextPropagator::new().inject_context(&cx, &mut carrier);
-            let meta = object
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let operation = Operation::start(
+            &self.tracer,
+            Request {
+                method,
+                name: name.as_deref(),
+                id: Some(id.to_string()),
+                protocol,
+                extra: Vec::new(),
+            },
+            &parent,
+            Vec::new(),
+        );
+        if modern
+            && let Some(object) = params.as_object_mut()
+            && let Some(meta) = object
                 .entry("_meta")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if let Some(meta) = meta.as_object_mut() {
-                for (key, value) in carrier {
-                    meta.insert(key, Value::String(value));
-                }
+                .or_insert_with(|| Value::Object(Default::default()))
+                .as_object_mut()
+        {
+            for (key, value) in operation.trace_context() {
+                meta.insert(key, Value::String(value));
             }
         }
         CallTrace {
-            span,
-            started: Instant::now(),
-            metric,
-            tool_call: method == "tools/call",
-            operation: self.operation.clone(),
+            operation,
+            histogram: self.operation.clone(),
         }
     }
 
@@ -232,12 +204,13 @@ impl CallTrace {
     pub(crate) fn end(mut self, outcome: &Result<Response, CallError>) {
         match outcome {
             Ok(response) => {
-                self.span
+                self.operation
+                    .span
                     .set_attribute(KeyValue::new(RESPONSE_SIZE, response.wire_bytes as i64));
-                let is_error =
-                    self.tool_call && response.result.get("isError") == Some(&Value::Bool(true));
+                let is_error = self.operation.tool_call
+                    && response.result.get("isError") == Some(&Value::Bool(true));
                 if is_error {
-                    self.fail("tool_error", None, String::new());
+                    self.operation.fail("tool_error", None, String::new());
                 }
             }
             Err(error) => {
@@ -251,33 +224,17 @@ impl CallTrace {
                     CallError::Uncondensable { .. } => ("uncondensable".into(), None),
                     _ => ("rejected".into(), None),
                 };
-                self.fail(&kind, code.as_deref(), error.to_string());
+                self.operation
+                    .fail(&kind, code.as_deref(), error.to_string());
             }
         }
-        self.finish();
+        self.operation.end(&self.histogram);
     }
 
     /// Ends the span of a request the caller dropped without its outcome.
     pub(crate) fn abandoned(mut self) {
-        self.fail("abandoned", None, "the caller abandoned the request".into());
-        self.finish();
-    }
-
-    fn fail(&mut self, kind: &str, code: Option<&str>, message: String) {
-        self.span
-            .set_attribute(KeyValue::new(ERROR_TYPE, kind.to_string()));
-        self.metric
-            .push(KeyValue::new(ERROR_TYPE, kind.to_string()));
-        if let Some(code) = code {
-            self.span
-                .set_attribute(KeyValue::new(RPC_RESPONSE_STATUS_CODE, code.to_string()));
-        }
-        self.span.set_status(Status::error(message));
-    }
-
-    fn finish(mut self) {
         self.operation
-            .record(self.started.elapsed().as_secs_f64(), &self.metric);
-        self.span.end();
+            .fail("abandoned", None, "the caller abandoned the request".into());
+        self.operation.end(&self.histogram);
     }
 }
