@@ -21,11 +21,18 @@
 //!                             time to the answer and to the next one (the line drained),
 //!                             and the proxy's peak RSS (VmHWM)
 //! e2e pipe-speed [COUNT]      a server writes COUNT (default 300000) notifications of 100 B,
-//!                             1 KiB and 64 KiB (COUNT/16 of those): the same server drained
-//!                             from a plain pipe, through `drainpipe proxy` (native and --sandbox), by the
-//!                             guarded session's reader; messages/s, MB/s, the share of the
-//!                             plain pipe's rate (medians of 5 interleaved rounds), and the
-//!                             proxy's peak RSS (VmHWM)
+//!                             1 KiB and 64 KiB (COUNT/16 of those; 64 KiB also from a
+//!                             producer writing 1 MiB at a time): the same server drained
+//!                             from a plain pipe, through one more `cat`, through `drainpipe
+//!                             proxy` (native and --sandbox), by the guarded session's
+//!                             reader; messages/s, MB/s, the share of the plain pipe's rate
+//!                             (medians of 5 interleaved rounds), and the proxy's peak RSS
+//! e2e latency [CALLS]        CALLS (default 10000) sequential small `tools/call echo`
+//!                             round trips per path, direct to the server, through
+//!                             `drainpipe proxy` (plain, --clip 64KiB, --sandbox) and a
+//!                             guarded session, against a raw JSON-RPC echo server (this
+//!                             binary's `echo-server`) and the Python SDK's server:
+//!                             p50, p90, p99, p99.9
 //! ```
 
 use std::time::{Duration, Instant};
@@ -336,20 +343,44 @@ async fn main() {
             let count: u64 = args.get(1).map_or(300_000, |s| s.parse().expect("COUNT"));
             pipe_speed(count).await;
         }
+        Some("latency") => {
+            latency(args.get(1).map_or(10_000, |s| s.parse().expect("calls"))).await;
+        }
+        Some("echo-server") => echo_server(),
+        Some("fast-producer") => fast_producer(
+            args.get(1).and_then(|s| s.parse().ok()).expect("COUNT"),
+            args.get(2).and_then(|s| s.parse().ok()).expect("SIZE"),
+        ),
         Some("otel-cost") => {
             let calls: usize = args.get(1).map_or(5_000, |s| s.parse().expect("CALLS"));
             let count: u64 = args.get(2).map_or(300_000, |s| s.parse().expect("COUNT"));
             otel_cost(calls, count).await;
         }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS]"
         ),
     }
 }
 
 /// A server that writes `count` notifications of `size` bytes each (newline
 /// included) as fast as a pipe takes them, then exits.
-fn notifications_child(count: u64, size: usize) -> Command {
+/// What the pipe-speed server writes: `count` notifications of `size` bytes,
+/// from `yes | head` (its pace set by `head`'s 4–8 KiB writes), or, if
+/// `fast`, from this binary's `fast-producer`, which writes whole 1 MiB
+/// buffers (the pipe's own pace).
+#[derive(Clone, Copy)]
+struct Load {
+    count: u64,
+    size: usize,
+    fast: bool,
+}
+
+fn notifications_child(Load { count, size, fast }: Load) -> Command {
+    if fast {
+        let mut command = Command::new(std::env::current_exe().expect("current exe"));
+        command.args(["fast-producer", &count.to_string(), &size.to_string()]);
+        return command;
+    }
     let head =
         r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":""#;
     let tail = r#""}}"#;
@@ -399,19 +430,22 @@ async fn pipe_speed(count: u64) {
         "| size | path | messages | time (median of {ROUNDS}) | messages/s | MB/s | share of the pipe | peak RSS |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for (size, count) in [
-        (100usize, count),
-        (1024, count),
-        (64 << 10, (count / 16).max(1)),
+    for (size, count, fast) in [
+        (100usize, count, false),
+        (1024, count, false),
+        (64 << 10, (count / 16).max(1), false),
+        (64 << 10, (count / 16).max(1), true),
     ] {
-        let mut runs: [Vec<Run>; 5] = Default::default();
+        let load = Load { count, size, fast };
+        let mut runs: [Vec<Run>; 6] = Default::default();
         // Interleaved, so a busy moment of the machine hits every path alike.
         for _ in 0..ROUNDS {
-            runs[0].push(plain_pipe_run(count, size).await);
-            runs[1].push(proxy_run(&drainpipe, &[], count, size).await);
-            runs[2].push(proxy_run(&drainpipe, &["--sandbox"], count, size).await);
-            runs[3].push(session_run(count, size, false).await);
-            runs[4].push(session_run(count, size, true).await);
+            runs[0].push(plain_pipe_run(load, 0).await);
+            runs[1].push(plain_pipe_run(load, 1).await);
+            runs[2].push(proxy_run(&drainpipe, &[], load).await);
+            runs[3].push(proxy_run(&drainpipe, &["--sandbox"], load).await);
+            runs[4].push(session_run(load, false).await);
+            runs[5].push(session_run(load, true).await);
         }
         let median = |runs: &mut Vec<Run>| {
             runs.sort_by_key(|run| run.2);
@@ -419,7 +453,8 @@ async fn pipe_speed(count: u64) {
         };
         let pipe = median(&mut runs[0]);
         let paths = [
-            "plain pipe",
+            "plain pipe (server | cat)",
+            "server | cat | cat",
             "drainpipe proxy",
             "drainpipe proxy --sandbox",
             "guarded session, next_incoming",
@@ -429,7 +464,8 @@ async fn pipe_speed(count: u64) {
             let (lines, bytes, took, _) = median(runs);
             let peak = runs.iter().map(|run| run.3).max().unwrap_or(0);
             println!(
-                "| {size} B | {path} | {lines} | {took:.2?} | {:.0} k | {:.0} | {:.0}% | {} |",
+                "| {size} B{} | {path} | {lines} | {took:.2?} | {:.0} k | {:.0} | {:.0}% | {} |",
+                if fast { ", 1 MiB writes" } else { "" },
                 lines as f64 / took.as_secs_f64() / 1e3,
                 bytes as f64 / took.as_secs_f64() / 1e6,
                 100.0 * pipe.2.as_secs_f64() / took.as_secs_f64(),
@@ -443,22 +479,71 @@ async fn pipe_speed(count: u64) {
     }
 }
 
-/// `server | cat`: the server's stdout read here, as fast as it comes.
-async fn plain_pipe_run(count: u64, size: usize) -> Run {
+/// `server | cat`: the server's stdout read here, as fast as it comes; with
+/// `cats` = 1, `server | cat | cat` (one more pipe hop: a real `cat` between
+/// the server and this reader, as the proxy is).
+async fn plain_pipe_run(load: Load, cats: usize) -> Run {
     let started = Instant::now();
-    let mut child = notifications_child(count, size)
+    let mut server = notifications_child(load)
         .stdout(std::process::Stdio::piped())
         .spawn()
-        .expect("sh");
-    let (bytes, lines) = drain_counting(child.stdout.take().expect("piped")).await;
-    child.wait().await.expect("wait");
-    (lines, bytes, started.elapsed(), 0)
+        .expect("server");
+    let mut cat = None;
+    let stdout: Box<dyn tokio::io::AsyncRead + Unpin> = if cats == 0 {
+        Box::new(server.stdout.take().expect("piped"))
+    } else {
+        let out: std::process::Stdio = server
+            .stdout
+            .take()
+            .expect("piped")
+            .try_into()
+            .expect("a pipe");
+        let mut child = Command::new("cat")
+            .stdin(out)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("cat");
+        let stdout = child.stdout.take().expect("piped");
+        cat = Some(child);
+        Box::new(stdout)
+    };
+    let (bytes, lines) = drain_counting(stdout).await;
+    let took = started.elapsed();
+    server.wait().await.expect("wait");
+    if let Some(mut cat) = cat {
+        cat.wait().await.expect("wait");
+    }
+    (lines, bytes, took, 0)
+}
+
+/// `e2e fast-producer COUNT SIZE`: COUNT notifications of SIZE bytes
+/// written to stdout in 1 MiB writes, as fast as the pipe takes them.
+fn fast_producer(count: u64, size: usize) {
+    use std::io::Write;
+    let head =
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":""#;
+    let tail = "\"}}\n";
+    let mut line = Vec::with_capacity(size);
+    line.extend_from_slice(head.as_bytes());
+    line.resize(size - tail.len(), b'x');
+    line.extend_from_slice(tail.as_bytes());
+    let per_write = ((1usize << 20) / size).max(1);
+    let buffer = line.repeat(per_write);
+    let mut stdout = std::io::stdout().lock();
+    let mut left = count;
+    while left > 0 {
+        let lines = left.min(per_write as u64) as usize;
+        if stdout.write_all(&buffer[..lines * size]).is_err() {
+            return;
+        }
+        left -= lines as u64;
+    }
 }
 
 /// `drainpipe proxy -- server`, strict validation on (the default), its
 /// stdout read here; the proxy's VmHWM sampled every 5 ms.
-async fn proxy_run(drainpipe: &std::path::Path, extra: &[&str], count: u64, size: usize) -> Run {
-    proxy_run_env(drainpipe, extra, None, count, size).await
+async fn proxy_run(drainpipe: &std::path::Path, extra: &[&str], load: Load) -> Run {
+    proxy_run_env(drainpipe, extra, None, load).await
 }
 
 /// [`proxy_run`], exporting telemetry to `endpoint` if given.
@@ -466,11 +551,10 @@ async fn proxy_run_env(
     drainpipe: &std::path::Path,
     extra: &[&str],
     endpoint: Option<&str>,
-    count: u64,
-    size: usize,
+    load: Load,
 ) -> Run {
     use std::sync::atomic::{AtomicU64, Ordering};
-    let server = notifications_child(count, size);
+    let server = notifications_child(load);
     let server = server.as_std();
     let started = Instant::now();
     let mut child = Command::new(drainpipe);
@@ -512,10 +596,10 @@ async fn proxy_run_env(
 
 /// The guarded session's reader and dispatcher, every message taken with
 /// `next_incoming`, or with `next_incoming_batch` if `batched`.
-async fn session_run(count: u64, size: usize, batched: bool) -> Run {
+async fn session_run(load: Load, batched: bool) -> Run {
     let started = Instant::now();
     let session =
-        Session::spawn(notifications_child(count, size), config("native", 4 << 20)).expect("spawn");
+        Session::spawn(notifications_child(load), config("native", 4 << 20)).expect("spawn");
     let mut lines = 0u64;
     if batched {
         let mut batch = Vec::new();
@@ -680,9 +764,18 @@ async fn otel_cost(calls: usize, count: u64) {
     for _ in 0..ROUNDS {
         for (k, (_, endpoint)) in settings.iter().enumerate() {
             pipe[k].push(
-                proxy_run_env(&drainpipe, &[], *endpoint, count, 100)
-                    .await
-                    .2,
+                proxy_run_env(
+                    &drainpipe,
+                    &[],
+                    *endpoint,
+                    Load {
+                        count,
+                        size: 100,
+                        fast: false,
+                    },
+                )
+                .await
+                .2,
             );
             trips[k].push(echo_round_trips(&drainpipe, *endpoint, calls).await);
         }
@@ -707,4 +800,237 @@ async fn otel_cost(calls: usize, count: u64) {
             pick(0.99).as_secs_f64() * 1e6,
         );
     }
+}
+
+/// A raw JSON-RPC echo server: every request line is answered at once with
+/// a small `tools/call`-shaped result carrying its `id`; notifications get
+/// nothing. Blocking std IO, one line at a time: the fastest server a
+/// round trip can have, so what a path adds shows.
+fn echo_server() {
+    use std::io::{BufRead, Write};
+    let stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lines() {
+        let Ok(line) = line else { return };
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let Some(id) = message.get("id") else {
+            continue;
+        };
+        let answer = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{\"tools\":{{}}}},\"serverInfo\":{{\"name\":\"echo\",\"version\":\"0\"}},\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}]}}}}\n"
+        );
+        if stdout
+            .write_all(answer.as_bytes())
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The two servers of the latency bench: this binary's raw echo server and
+/// the official Python SDK's server (`tests/peers/python`, if installed).
+fn latency_servers() -> Vec<(&'static str, std::process::Command)> {
+    let mut servers = Vec::new();
+    let mut raw = std::process::Command::new(std::env::current_exe().expect("current exe"));
+    raw.arg("echo-server");
+    servers.push(("raw JSON-RPC echo (Rust)", raw));
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/python");
+    let python = root.join(".venv/bin/python");
+    if python.is_file() {
+        let mut sdk = std::process::Command::new(python);
+        sdk.arg(root.join("server.py"));
+        servers.push(("Python SDK server (FastMCP)", sdk));
+    } else {
+        eprintln!("skipping the Python SDK server: run bash tests/peers/setup.sh");
+    }
+    servers
+}
+
+const LATENCY_INITIALIZE: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"e2e\",\"version\":\"0\"}}}\n";
+const LATENCY_INITIALIZED: &str =
+    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+const LATENCY_WARM_UP: usize = 100;
+
+/// `calls` sequential `tools/call echo` written and read as raw lines on
+/// blocking std pipes (the client adds as little as it can), through
+/// `drainpipe proxy ARGS` or, with `proxy` `None`, to the server directly.
+/// The first [`LATENCY_WARM_UP`] calls are not counted.
+fn raw_round_trips(
+    server: &std::process::Command,
+    proxy: Option<(&std::path::Path, &[&str])>,
+    calls: usize,
+) -> Vec<Duration> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut command = match proxy {
+        Some((drainpipe, args)) => {
+            let mut command = std::process::Command::new(drainpipe);
+            command
+                .args(["proxy", "--metrics", "none"])
+                .args(args)
+                .arg("--")
+                .arg(server.get_program())
+                .args(server.get_args());
+            command.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+            command
+        }
+        None => {
+            let mut command = std::process::Command::new(server.get_program());
+            command.args(server.get_args());
+            command
+        }
+    };
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = Vec::new();
+    stdin
+        .write_all(LATENCY_INITIALIZE.as_bytes())
+        .expect("initialize");
+    stdout
+        .read_until(b'\n', &mut line)
+        .expect("initialize answer");
+    stdin
+        .write_all(LATENCY_INITIALIZED.as_bytes())
+        .expect("initialized");
+    let mut took = Vec::with_capacity(calls);
+    for id in 1..=calls + LATENCY_WARM_UP {
+        let request = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hi\"}}}}}}\n"
+        );
+        let started = Instant::now();
+        stdin.write_all(request.as_bytes()).expect("request");
+        line.clear();
+        stdout.read_until(b'\n', &mut line).expect("answer");
+        let elapsed = started.elapsed();
+        assert!(
+            line.windows(7).any(|w| w == b"\"text\":"),
+            "not an echo answer: {}",
+            String::from_utf8_lossy(&line)
+        );
+        if id > LATENCY_WARM_UP {
+            took.push(elapsed);
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    took
+}
+
+/// The same calls through a guarded session (`Session::call`), the caller
+/// on this runtime.
+async fn session_round_trips(server: &std::process::Command, calls: usize) -> Vec<Duration> {
+    let mut command = Command::new(server.get_program());
+    command.args(server.get_args());
+    command.stderr(std::process::Stdio::null());
+    let session = Session::spawn(command, config("native", 4 << 20)).expect("spawn");
+    let options = drainpipe_host::session::CallOptions::default();
+    let initialize: serde_json::Value =
+        serde_json::from_str(LATENCY_INITIALIZE).expect("initialize");
+    session
+        .call("initialize", initialize["params"].clone(), options)
+        .await
+        .expect("initialize");
+    session
+        .notify("notifications/initialized", serde_json::json!({}))
+        .await
+        .expect("initialized");
+    let mut took = Vec::with_capacity(calls);
+    for call in 0..calls + LATENCY_WARM_UP {
+        let started = Instant::now();
+        let answer = session
+            .call_tool("echo", serde_json::json!({"text": "hi"}), options)
+            .await
+            .expect("echo");
+        let elapsed = started.elapsed();
+        drop(answer);
+        if call >= LATENCY_WARM_UP {
+            took.push(elapsed);
+        }
+    }
+    session.shutdown().await;
+    took
+}
+
+/// Sequential small calls, direct and through every guarded path, against
+/// each server: p50, p90, p99 and p99.9 of `calls` round trips per path
+/// (five interleaved rounds of `calls / 5`, pooled).
+async fn latency(calls: usize) {
+    const ROUNDS: usize = 20;
+    let drainpipe = {
+        let fixture = fixture();
+        std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
+    };
+    let paths: [(&str, Option<&[&str]>); 5] = [
+        ("direct", None),
+        ("drainpipe proxy", Some(&[])),
+        ("drainpipe proxy --clip 64KiB", Some(&["--clip", "64KiB"])),
+        ("drainpipe proxy --sandbox", Some(&["--sandbox"])),
+        ("guarded session (Session::call)", None),
+    ];
+    println!("| server | path | calls | p50 | p90 | p99 | p99.9 | p50 − direct | p99 − direct |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let per_round = calls.div_ceil(ROUNDS);
+    for (name, server) in latency_servers() {
+        let mut took: Vec<Vec<Duration>> = vec![Vec::new(); paths.len()];
+        for _ in 0..ROUNDS {
+            for (k, (path, args)) in paths.iter().enumerate() {
+                let trips = if path.starts_with("guarded session") {
+                    session_round_trips(&server, per_round).await
+                } else {
+                    let server = clone_command(&server);
+                    let drainpipe = drainpipe.clone();
+                    let args: Option<Vec<&'static str>> = args.map(|a| a.to_vec());
+                    tokio::task::spawn_blocking(move || {
+                        raw_round_trips(
+                            &server,
+                            args.as_deref().map(|a| (drainpipe.as_path(), a)),
+                            per_round,
+                        )
+                    })
+                    .await
+                    .expect("round trips")
+                };
+                took[k].extend(trips);
+            }
+        }
+        let at = |trips: &[Duration], q: f64| {
+            trips[((trips.len() as f64 * q) as usize).min(trips.len() - 1)]
+        };
+        for trips in &mut took {
+            trips.sort();
+        }
+        let (direct50, direct99) = (at(&took[0], 0.5), at(&took[0], 0.99));
+        let us = |d: Duration| format!("{} µs", d.as_micros());
+        let delta = |d: Duration, base: Duration| {
+            format!("{:+} µs", d.as_micros() as i64 - base.as_micros() as i64)
+        };
+        for ((path, _), trips) in paths.iter().zip(&took) {
+            let (p50, p99) = (at(trips, 0.5), at(trips, 0.99));
+            println!(
+                "| {name} | {path} | {} | {} | {} | {} | {} | {} | {} |",
+                trips.len(),
+                us(p50),
+                us(at(trips, 0.9)),
+                us(p99),
+                us(at(trips, 0.999)),
+                delta(p50, direct50),
+                delta(p99, direct99),
+            );
+        }
+    }
+}
+
+fn clone_command(command: &std::process::Command) -> std::process::Command {
+    let mut clone = std::process::Command::new(command.get_program());
+    clone.args(command.get_args());
+    clone
 }
