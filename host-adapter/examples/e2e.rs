@@ -362,12 +362,14 @@ async fn main() {
     }
 }
 
-/// A server that writes `count` notifications of `size` bytes each (newline
-/// included) as fast as a pipe takes them, then exits.
 /// What the pipe-speed server writes: `count` notifications of `size` bytes,
 /// from `yes | head` (its pace set by `head`'s 4–8 KiB writes), or, if
 /// `fast`, from this binary's `fast-producer`, which writes whole 1 MiB
 /// buffers (the pipe's own pace).
+/// Every pipe-speed notification up to its padding.
+const NOTIFICATION_HEAD: &str =
+    r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":""#;
+
 #[derive(Clone, Copy)]
 struct Load {
     count: u64,
@@ -375,14 +377,15 @@ struct Load {
     fast: bool,
 }
 
+/// A server that writes `load`'s notifications (newline included) as fast
+/// as a pipe takes them, then exits.
 fn notifications_child(Load { count, size, fast }: Load) -> Command {
     if fast {
         let mut command = Command::new(std::env::current_exe().expect("current exe"));
         command.args(["fast-producer", &count.to_string(), &size.to_string()]);
         return command;
     }
-    let head =
-        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":""#;
+    let head = NOTIFICATION_HEAD;
     let tail = r#""}}"#;
     let padding = "x".repeat(size - 1 - head.len() - tail.len());
     let mut command = Command::new("sh");
@@ -453,8 +456,9 @@ async fn pipe_speed(count: u64) {
         };
         let pipe = median(&mut runs[0]);
         let paths = [
-            "plain pipe (server | cat)",
-            "server | cat | cat",
+            // Pipes escaped: these names go into a Markdown table.
+            "plain pipe (server \\| cat)",
+            "server \\| cat \\| cat",
             "drainpipe proxy",
             "drainpipe proxy --sandbox",
             "guarded session, next_incoming",
@@ -520,11 +524,9 @@ async fn plain_pipe_run(load: Load, cats: usize) -> Run {
 /// written to stdout in 1 MiB writes, as fast as the pipe takes them.
 fn fast_producer(count: u64, size: usize) {
     use std::io::Write;
-    let head =
-        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":""#;
     let tail = "\"}}\n";
     let mut line = Vec::with_capacity(size);
-    line.extend_from_slice(head.as_bytes());
+    line.extend_from_slice(NOTIFICATION_HEAD.as_bytes());
     line.resize(size - tail.len(), b'x');
     line.extend_from_slice(tail.as_bytes());
     let per_write = ((1usize << 20) / size).max(1);
@@ -704,9 +706,8 @@ async fn echo_round_trips(
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = Vec::new();
-    let initialize = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"e2e\",\"version\":\"0\"}}}\n";
     stdin
-        .write_all(initialize.as_bytes())
+        .write_all(INITIALIZE.as_bytes())
         .await
         .expect("initialize");
     stdout
@@ -850,9 +851,10 @@ fn latency_servers() -> Vec<(&'static str, std::process::Command)> {
     servers
 }
 
-const LATENCY_INITIALIZE: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"e2e\",\"version\":\"0\"}}}\n";
-const LATENCY_INITIALIZED: &str =
-    "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+/// The handshake every raw client here opens with, and its notification.
+const INITIALIZE: &str = "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"e2e\",\"version\":\"0\"}}}\n";
+const INITIALIZED: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+/// Calls made before any is counted, on each fresh process.
 const LATENCY_WARM_UP: usize = 100;
 
 /// `calls` sequential `tools/call echo` written and read as raw lines on
@@ -877,11 +879,7 @@ fn raw_round_trips(
             command.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
             command
         }
-        None => {
-            let mut command = std::process::Command::new(server.get_program());
-            command.args(server.get_args());
-            command
-        }
+        None => clone_command(server),
     };
     let mut child = command
         .stdin(std::process::Stdio::piped())
@@ -892,14 +890,12 @@ fn raw_round_trips(
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = Vec::new();
-    stdin
-        .write_all(LATENCY_INITIALIZE.as_bytes())
-        .expect("initialize");
+    stdin.write_all(INITIALIZE.as_bytes()).expect("initialize");
     stdout
         .read_until(b'\n', &mut line)
         .expect("initialize answer");
     stdin
-        .write_all(LATENCY_INITIALIZED.as_bytes())
+        .write_all(INITIALIZED.as_bytes())
         .expect("initialized");
     let mut took = Vec::with_capacity(calls);
     for id in 1..=calls + LATENCY_WARM_UP {
@@ -928,13 +924,11 @@ fn raw_round_trips(
 /// The same calls through a guarded session (`Session::call`), the caller
 /// on this runtime.
 async fn session_round_trips(server: &std::process::Command, calls: usize) -> Vec<Duration> {
-    let mut command = Command::new(server.get_program());
-    command.args(server.get_args());
+    let mut command = Command::from(clone_command(server));
     command.stderr(std::process::Stdio::null());
     let session = Session::spawn(command, config("native", 4 << 20)).expect("spawn");
     let options = drainpipe_host::session::CallOptions::default();
-    let initialize: serde_json::Value =
-        serde_json::from_str(LATENCY_INITIALIZE).expect("initialize");
+    let initialize: serde_json::Value = serde_json::from_str(INITIALIZE).expect("initialize");
     session
         .call("initialize", initialize["params"].clone(), options)
         .await
@@ -962,18 +956,22 @@ async fn session_round_trips(server: &std::process::Command, calls: usize) -> Ve
 
 /// Sequential small calls, direct and through every guarded path, against
 /// each server: p50, p90, p99 and p99.9 of `calls` round trips per path
-/// (five interleaved rounds of `calls / 5`, pooled).
+/// (20 interleaved rounds of `calls / 20`, each on fresh processes, pooled).
 async fn latency(calls: usize) {
     const ROUNDS: usize = 20;
     let drainpipe = {
         let fixture = fixture();
         std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
     };
-    let paths: [(&str, Option<&[&str]>); 5] = [
-        ("direct", None),
-        ("drainpipe proxy", Some(&[])),
-        ("drainpipe proxy --clip 64KiB", Some(&["--clip", "64KiB"])),
-        ("drainpipe proxy --sandbox", Some(&["--sandbox"])),
+    // `None`: the session; else the proxy's options, `None` within for direct.
+    let paths: [(&str, Option<Option<&'static [&'static str]>>); 5] = [
+        ("direct", Some(None)),
+        ("drainpipe proxy", Some(Some(&[]))),
+        (
+            "drainpipe proxy --clip 64KiB",
+            Some(Some(&["--clip", "64KiB"])),
+        ),
+        ("drainpipe proxy --sandbox", Some(Some(&["--sandbox"]))),
         ("guarded session (Session::call)", None),
     ];
     println!("| server | path | calls | p50 | p90 | p99 | p99.9 | p50 − direct | p99 − direct |");
@@ -982,22 +980,22 @@ async fn latency(calls: usize) {
     for (name, server) in latency_servers() {
         let mut took: Vec<Vec<Duration>> = vec![Vec::new(); paths.len()];
         for _ in 0..ROUNDS {
-            for (k, (path, args)) in paths.iter().enumerate() {
-                let trips = if path.starts_with("guarded session") {
-                    session_round_trips(&server, per_round).await
-                } else {
-                    let server = clone_command(&server);
-                    let drainpipe = drainpipe.clone();
-                    let args: Option<Vec<&'static str>> = args.map(|a| a.to_vec());
-                    tokio::task::spawn_blocking(move || {
-                        raw_round_trips(
-                            &server,
-                            args.as_deref().map(|a| (drainpipe.as_path(), a)),
-                            per_round,
-                        )
-                    })
-                    .await
-                    .expect("round trips")
+            for (k, &(_, raw)) in paths.iter().enumerate() {
+                let trips = match raw {
+                    None => session_round_trips(&server, per_round).await,
+                    Some(proxy) => {
+                        let server = clone_command(&server);
+                        let drainpipe = drainpipe.clone();
+                        tokio::task::spawn_blocking(move || {
+                            raw_round_trips(
+                                &server,
+                                proxy.map(|args| (drainpipe.as_path(), args)),
+                                per_round,
+                            )
+                        })
+                        .await
+                        .expect("round trips")
+                    }
                 };
                 took[k].extend(trips);
             }
@@ -1029,6 +1027,8 @@ async fn latency(calls: usize) {
     }
 }
 
+/// A new command with `command`'s program and arguments (a `Command` is
+/// spent by each spawn's configuration; the servers are spawned per round).
 fn clone_command(command: &std::process::Command) -> std::process::Command {
     let mut clone = std::process::Command::new(command.get_program());
     clone.args(command.get_args());
