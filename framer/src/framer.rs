@@ -200,6 +200,66 @@ impl Sink for Packer<'_> {
     }
 }
 
+/// The in-place sink ([`InPlaceFramer`](crate::InPlaceFramer)): the line
+/// that spans pushes lies in the caller's buffer, from its first byte, right
+/// before the chunk. The framer copies none of it; its events borrow it
+/// there.
+struct InPlace<'a, F> {
+    /// The unfinished line's bytes from before this push, then the chunk.
+    line: &'a [u8],
+    on_event: F,
+}
+
+impl<F: FnMut(Event<'_>)> Sink for InPlace<'_, F> {
+    const RETAINS: bool = false;
+
+    fn event(&mut self, event: Event<'_>, _line: &[u8]) {
+        (self.on_event)(event)
+    }
+
+    fn held(
+        &mut self,
+        offset: u64,
+        line_len: usize,
+        event: HeldEvent,
+        envelope: Option<&EnvelopeOffsets>,
+    ) {
+        // Only the line that was unfinished when the push began spans it,
+        // so it starts at the buffer's first byte.
+        let line = &self.line[..line_len.min(self.line.len())];
+        let envelope = envelope.map_or_else(Envelope::default, |e| e.resolve(line));
+        let part = |len: usize| &line[..len.min(line.len())];
+        let event = match event {
+            HeldEvent::Frame { len } => Event::Frame(Frame {
+                bytes: part(len),
+                offset,
+                chunk_start: None,
+                envelope,
+            }),
+            HeldEvent::NotProtocol { len } => Event::NotProtocol {
+                offset,
+                line: part(len),
+            },
+            HeldEvent::Oversize { looks_like_json } => Event::Oversize {
+                offset,
+                looks_like_json,
+                envelope,
+            },
+            HeldEvent::Malformed { error } => Event::Malformed {
+                offset,
+                error,
+                envelope,
+            },
+            HeldEvent::Truncated { len } => Event::Truncated {
+                offset,
+                len,
+                envelope,
+            },
+        };
+        (self.on_event)(event)
+    }
+}
+
 /// The `\r` released into a line when something follows it.
 const CR: &[u8] = b"\r";
 
@@ -313,6 +373,30 @@ impl Framer {
         let mut packer = Packer::new(&[], batch);
         self.finish_into(&mut packer);
         packer.done()
+    }
+
+    /// Pushes the last `line.len() - held` bytes of `line` as the next
+    /// chunk, where the `held` bytes before them are the unfinished line
+    /// from its first byte (as [`Framer::push_packed`]'s caller would hold
+    /// it): a line that ends in the chunk is handed out from `line`, not
+    /// copied. Returns how many bytes at the end of `line` the caller must
+    /// keep for the next push (the line left unfinished).
+    pub(crate) fn push_in_place<F: FnMut(Event<'_>)>(
+        &mut self,
+        line: &[u8],
+        held: usize,
+        on_event: F,
+    ) -> usize {
+        debug_assert_eq!(held, self.unfinished_len(), "the caller's line");
+        let chunk = &line[held.min(line.len())..];
+        self.push_into(chunk, &mut InPlace { line, on_event });
+        self.unfinished_len()
+    }
+
+    /// [`Framer::finish`] for the caller of [`Framer::push_in_place`]:
+    /// `line` is the unfinished line it kept.
+    pub(crate) fn finish_in_place<F: FnMut(Event<'_>)>(&mut self, line: &[u8], on_event: F) {
+        self.finish_into(&mut InPlace { line, on_event });
     }
 
     /// Bytes of the current line the caller of [`Framer::push_packed`] must

@@ -143,6 +143,31 @@ pub(crate) struct EnvelopeOffsets {
     pub(crate) has_error: bool,
 }
 
+impl EnvelopeOffsets {
+    /// The envelope resolved against the line's bytes (from its first byte);
+    /// a field that lies past them is left out, as the packed form leaves it.
+    pub(crate) fn resolve(self, line: &[u8]) -> Envelope<'_> {
+        let of = |(start, len): (u64, u64)| {
+            Span {
+                start,
+                end: start.saturating_add(len),
+            }
+            .of(line)
+        };
+        Envelope {
+            jsonrpc: self.jsonrpc.and_then(of),
+            id: self.id.and_then(|(kind, range)| match kind {
+                IdKind::Number => of(range).map(Id::Number),
+                IdKind::String => of(range).map(Id::String),
+                IdKind::Null => Some(Id::Null),
+            }),
+            method: self.method.and_then(of),
+            has_result: self.has_result,
+            has_error: self.has_error,
+        }
+    }
+}
+
 /// What [`Validator::feed_line`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LineStart {

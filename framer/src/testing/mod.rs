@@ -7,7 +7,7 @@
 use alloc::vec::Vec;
 
 pub use crate::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
-use crate::{Config, Framer, Stats};
+use crate::{Config, Framer, InPlaceFramer, Stats};
 
 pub mod condense;
 mod naive;
@@ -109,6 +109,7 @@ pub fn run_split(
     let mut framer = Framer::new(config);
     let mut events = Vec::new();
     let mut packing = PackedCheck::new(config);
+    let mut in_place = InPlaceCheck::new(config, stream.len(), lengths);
     let mut rest = stream;
     let mut step = 0;
     while !rest.is_empty() {
@@ -120,20 +121,24 @@ pub fn run_split(
         step += 1;
         let (chunk, tail) = rest.split_at(len.min(rest.len()));
         framer.push(chunk, |e| packing.add(e));
+        in_place.check(chunk, &packing.expected);
         packing.check(chunk, false, &mut events);
         assert_memory_bound(&framer);
         rest = tail;
         if step > stream.len() * 2 + 16 {
             // Only zero lengths: push the rest whole.
             framer.push(rest, |e| packing.add(e));
+            in_place.check(rest, &packing.expected);
             packing.check(rest, false, &mut events);
             rest = &[];
         }
     }
     if eof {
         framer.finish(|e| packing.add(e));
+        in_place.finish(&packing.expected);
         packing.check(&[], true, &mut events);
     }
+    assert_eq!(in_place.framer.stats(), framer.stats(), "in-place counters");
     assert_memory_bound(&framer);
     assert_eq!(packing.framer.stats(), framer.stats(), "packed counters");
     (events, *framer.stats())
@@ -201,6 +206,72 @@ impl PackedCheck {
             self.held.as_bytes().len()
         );
         out.extend(self.expected.drain(..).map(|(event, _)| event));
+    }
+}
+
+/// A third framer fed the same chunks as reads into its own buffer
+/// ([`InPlaceFramer`]), with room for the largest chunk so that each chunk
+/// is one read: its events must equal the first framer's, borrowing the
+/// read exactly where the first framer borrowed the chunk, and it must
+/// hold no more than the limit plus one read.
+struct InPlaceCheck {
+    framer: InPlaceFramer,
+    read_bytes: usize,
+}
+
+impl InPlaceCheck {
+    fn new(config: Config, stream_len: usize, lengths: &[usize]) -> Self {
+        // With zero lengths the rest of the stream may be pushed whole.
+        let read_bytes = match lengths.iter().copied().max() {
+            Some(most) if !lengths.contains(&0) => most.min(stream_len),
+            _ => stream_len,
+        };
+        let read_bytes = read_bytes.max(1);
+        InPlaceCheck {
+            framer: InPlaceFramer::new(config, read_bytes),
+            read_bytes,
+        }
+    }
+
+    fn check(&mut self, chunk: &[u8], expected: &[(OwnedEvent, Option<usize>)]) {
+        let mut seen = Vec::new();
+        if !chunk.is_empty() {
+            self.framer.spare()[..chunk.len()].copy_from_slice(chunk);
+            self.framer
+                .filled(chunk.len(), |e| seen.push(with_chunk_start(e)));
+        }
+        self.compare(&seen, expected);
+    }
+
+    fn finish(&mut self, expected: &[(OwnedEvent, Option<usize>)]) {
+        let mut seen = Vec::new();
+        self.framer.finish(|e| seen.push(with_chunk_start(e)));
+        self.compare(&seen, expected);
+    }
+
+    fn compare(
+        &self,
+        seen: &[(OwnedEvent, Option<usize>)],
+        expected: &[(OwnedEvent, Option<usize>)],
+    ) {
+        assert_eq!(seen, expected, "events changed in place");
+        let limit = self
+            .framer
+            .framer()
+            .config()
+            .max_frame_bytes()
+            .saturating_add(1);
+        assert!(
+            self.framer.buffered() <= limit,
+            "in place holds {} bytes of a line, limit {limit}",
+            self.framer.buffered()
+        );
+        assert!(
+            self.framer.capacity() <= limit.saturating_add(self.read_bytes),
+            "in place allocated {} bytes for a limit of {limit} and reads of {}",
+            self.framer.capacity(),
+            self.read_bytes
+        );
     }
 }
 
