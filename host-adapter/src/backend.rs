@@ -2,7 +2,7 @@
 //! WebAssembly component inside wasmtime. Sessions take either.
 
 use drainpipe_framer::owned::OwnedEvent;
-use drainpipe_framer::{Config, Event, Framer, Stats};
+use drainpipe_framer::{Config, Event, Framer, InPlaceFramer, Stats};
 
 /// Why a framing backend could not process input. Only the component can
 /// fail; the session that sees this ends with a clear error and the next
@@ -76,6 +76,16 @@ pub trait FramerBackend: Send {
         out.iter().for_each(|event| each(event.as_event()));
         Ok(())
     }
+    /// The framer's own read buffer, for a backend that frames bytes where
+    /// they were read (the native one: a message that spans reads is then
+    /// never copied to be assembled), reading at most `read_bytes` at a
+    /// time. `None` (the default, and the component's answer: its buffer is
+    /// the guest's) if it takes chunks through [`FramerBackend::push_each`].
+    /// Asked once, before the first push; a backend that says yes is then
+    /// read through it only.
+    fn in_place(&mut self, _read_bytes: usize) -> Option<&mut InPlaceFramer> {
+        None
+    }
     /// The framer's counters.
     fn stats(&mut self) -> Result<Stats, BackendError>;
     /// A short name for logs and metrics (`native` or `component`).
@@ -84,23 +94,58 @@ pub trait FramerBackend: Send {
 
 /// The framer compiled into the host.
 #[derive(Debug)]
-pub struct NativeFramer(Framer);
+pub struct NativeFramer(Native);
+
+/// How the native framer is fed: chunks the caller owns until it asks to
+/// read in place (before its first byte), then reads into its own buffer.
+#[derive(Debug)]
+enum Native {
+    Chunks(Framer),
+    InPlace(InPlaceFramer),
+}
 
 impl NativeFramer {
     /// A native framer with the given limits.
     pub fn new(config: Config) -> Self {
-        NativeFramer(Framer::new(config))
+        NativeFramer(Native::Chunks(Framer::new(config)))
+    }
+}
+
+impl Native {
+    /// Pushes `chunk`: as it is, or copied into the in-place buffer a read
+    /// at a time (a caller that asked for that buffer reads into it instead).
+    fn push(&mut self, chunk: &[u8], each: &mut dyn FnMut(Event<'_>)) {
+        match self {
+            Native::Chunks(framer) => framer.push(chunk, each),
+            Native::InPlace(framer) => {
+                let mut rest = chunk;
+                while !rest.is_empty() {
+                    let room = framer.spare();
+                    let n = room.len().min(rest.len());
+                    room[..n].copy_from_slice(&rest[..n]);
+                    framer.filled(n, &mut *each);
+                    rest = &rest[n..];
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, each: &mut dyn FnMut(Event<'_>)) {
+        match self {
+            Native::Chunks(framer) => framer.finish(each),
+            Native::InPlace(framer) => framer.finish(each),
+        }
     }
 }
 
 impl FramerBackend for NativeFramer {
     fn push(&mut self, chunk: &[u8], out: &mut Vec<OwnedEvent>) -> Result<(), BackendError> {
-        self.0.push(chunk, |event| out.push(event.into()));
+        self.0.push(chunk, &mut |event| out.push(event.into()));
         Ok(())
     }
 
     fn finish(&mut self, out: &mut Vec<OwnedEvent>) -> Result<(), BackendError> {
-        self.0.finish(|event| out.push(event.into()));
+        self.0.finish(&mut |event| out.push(event.into()));
         Ok(())
     }
 
@@ -118,8 +163,23 @@ impl FramerBackend for NativeFramer {
         Ok(())
     }
 
+    fn in_place(&mut self, read_bytes: usize) -> Option<&mut InPlaceFramer> {
+        if let Native::Chunks(framer) = &self.0
+            && framer.position() == 0
+        {
+            self.0 = Native::InPlace(InPlaceFramer::new(*framer.config(), read_bytes));
+        }
+        match &mut self.0 {
+            Native::InPlace(framer) => Some(framer),
+            Native::Chunks(_) => None,
+        }
+    }
+
     fn stats(&mut self) -> Result<Stats, BackendError> {
-        Ok(*self.0.stats())
+        Ok(*match &self.0 {
+            Native::Chunks(framer) => framer.stats(),
+            Native::InPlace(framer) => framer.stats(),
+        })
     }
 
     fn name(&self) -> &'static str {

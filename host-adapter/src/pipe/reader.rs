@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::io;
 
-use drainpipe_framer::Event;
+use drainpipe_framer::{Event, InPlaceFramer};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::backend::{BackendError, FramerBackend};
@@ -45,16 +45,21 @@ pub(crate) enum ReadEnd {
 }
 
 /// Reads `input` in chunks of `chunk_bytes` to its end (or a failure),
-/// routing every event.
+/// routing every event. A backend that frames in place is read straight
+/// into its own buffer; any other gets each read as a chunk.
 pub(crate) async fn read_framed(
     mut input: impl AsyncRead + Unpin,
     framer: &mut dyn FramerBackend,
     chunk_bytes: usize,
     route: &mut impl Route,
 ) -> ReadEnd {
+    let chunk_bytes = chunk_bytes.max(1);
+    if let Some(framer) = framer.in_place(chunk_bytes) {
+        return read_in_place(input, framer, route).await;
+    }
     // Stream offset of the next byte read.
     let mut position = 0u64;
-    let mut chunk = vec![0u8; chunk_bytes.max(1)];
+    let mut chunk = vec![0u8; chunk_bytes];
     let failed = loop {
         let n = match input.read(&mut chunk).await {
             Ok(0) => break None,
@@ -73,6 +78,37 @@ pub(crate) async fn read_framed(
         return ReadEnd::Finish(error);
     }
     route.after_read(&[], position).await;
+    ended(failed)
+}
+
+/// [`read_framed`] for a framer that owns the buffer: each read lands right
+/// after the unfinished line, so a line that spans reads is framed where it
+/// was read, never copied to be assembled.
+async fn read_in_place(
+    mut input: impl AsyncRead + Unpin,
+    framer: &mut InPlaceFramer,
+    route: &mut impl Route,
+) -> ReadEnd {
+    let mut position = 0u64;
+    let failed = loop {
+        let room = framer.spare();
+        let n = match input.read(room).await {
+            Ok(0) => break None,
+            Ok(n) => n,
+            Err(error) => break Some(error),
+        };
+        let at = position;
+        position += n as u64;
+        route.read(&room[..n], at);
+        framer.filled(n, |event| route.event(event));
+        route.after_read(framer.last_read(), at).await;
+    };
+    framer.finish(|event| route.event(event));
+    route.after_read(&[], position).await;
+    ended(failed)
+}
+
+fn ended(failed: Option<io::Error>) -> ReadEnd {
     match failed {
         Some(error) => ReadEnd::ReadFailed(error),
         None => ReadEnd::Eof,
