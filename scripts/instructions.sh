@@ -16,7 +16,7 @@ printf '| workload | method | instructions | per byte |\n|---|---|---|---|\n'
 for which in large small; do
   base=$(count "$which" none)
   bytes=$("$bin" "$which" none | awk '{print $(NF-1)}')
-  for method in frame_utf8 strict_json serde_json lines_codec; do
+  for method in frame_utf8 strict_json serde_json lines_codec strict_json_read serde_json_read; do
     n=$(( $(count "$which" "$method") - base ))
     printf '| %s | %s | %d | %s |\n' "$which" "$method" "$n" "$(awk -v n="$n" -v b="$bytes" 'BEGIN {printf "%.2f", n / b}')"
   done

@@ -2,12 +2,23 @@
 //! runs under callgrind to count instructions, which stay repeatable on a
 //! noisy machine where wall time does not.
 //!
-//! `instructions <large|small> <none|frame_utf8|strict_json|serde_json|lines_codec>`
-//! (`none` only generates the data: subtract it from the others.)
+//! `instructions <large|small> <none|frame_utf8|strict_json|serde_json|lines_codec|strict_json_read|serde_json_read>`
+//! (`none` only generates the data and writes it to a file: subtract it
+//! from the others.)
+//!
+//! The `_read` methods take the data from that file, as a host takes a
+//! server's output from a pipe: `strict_json_read` reads it into the
+//! framer's own buffer ([`InPlaceFramer`]) 64 KiB at a time, and
+//! `serde_json_read` reads it whole into one buffer and parses the lines
+//! where they lie. Neither copies the data in user space before framing
+//! or parsing it (the kernel's copy in `read` is not counted); the others
+//! take it from memory.
 
 use bytes::BytesMut;
 use drainpipe_framer::testing::workload;
-use drainpipe_framer::{Config, Event, Framer};
+use std::io::Read;
+
+use drainpipe_framer::{Config, Event, Framer, InPlaceFramer};
 use tokio_util::codec::{Decoder, LinesCodec};
 
 fn main() {
@@ -22,6 +33,8 @@ fn main() {
         other => panic!("unknown workload {other:?}: large or small"),
     };
     let limit = 16 << 20;
+    let file = std::env::temp_dir().join(format!("drainpipe-instructions-{}", std::process::id()));
+    std::fs::write(&file, &data).expect("write the data file");
     let mut frames = 0usize;
     let mut framer_run = |config: Config| {
         let mut framer = Framer::new(config);
@@ -58,7 +71,30 @@ fn main() {
                 }
             }
         }
+        "strict_json_read" => {
+            let mut framer =
+                InPlaceFramer::new(Config::default().with_max_frame_bytes(limit), 64 << 10);
+            let mut input = std::fs::File::open(&file).expect("open the data file");
+            loop {
+                let n = input.read(framer.spare()).expect("read the data file");
+                if n == 0 {
+                    break;
+                }
+                framer.filled(n, |e| frames += usize::from(matches!(e, Event::Frame(_))));
+            }
+        }
+        "serde_json_read" => {
+            let data = std::fs::read(&file).expect("read the data file");
+            let mut start = 0;
+            for end in memchr::memchr_iter(b'\n', &data) {
+                frames += usize::from(
+                    serde_json::from_slice::<serde::de::IgnoredAny>(&data[start..end]).is_ok(),
+                );
+                start = end + 1;
+            }
+        }
         other => panic!("unknown method {other:?}"),
     }
+    std::fs::remove_file(&file).expect("remove the data file");
     println!("{which} {method}: {frames} frames of {} bytes", data.len());
 }
