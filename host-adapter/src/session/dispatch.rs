@@ -10,9 +10,12 @@
 //! [`SessionConfig::dispatcher_capacity`]: super::SessionConfig::dispatcher_capacity
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
+use drainpipe_framer::Id;
+use drainpipe_framer::owned::OwnedId;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::Incoming;
@@ -25,14 +28,54 @@ pub(crate) fn dispatcher(capacity: usize) -> (DispatchSender, DispatchReceiver) 
         DispatchSender {
             batches,
             room: room.clone(),
-            batch: Vec::new(),
+            batch: Batch::default(),
         },
         DispatchReceiver {
             batches: receiver,
             queue: VecDeque::new(),
+            next: 0,
             room,
         },
     )
+}
+
+/// The messages of one hand-over, their bytes in one buffer: the reader
+/// copies each message once, into it, and the caller's thread makes the
+/// [`Incoming`] it takes. Each message allocated on the reader's thread
+/// and freed on the caller's cost more than finding it (issue #35); one
+/// buffer per hand-over costs that once per read.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    messages: Vec<Queued>,
+}
+
+/// One message in a [`Batch`]: where its method and line are.
+struct Queued {
+    method: Range<usize>,
+    id: Option<OwnedId>,
+    line: Range<usize>,
+}
+
+impl Batch {
+    fn push(&mut self, method: &[u8], id: Option<Id<'_>>, line: &[u8]) {
+        let mut span = |bytes: &[u8]| {
+            let start = self.bytes.len();
+            self.bytes.extend_from_slice(bytes);
+            start..self.bytes.len()
+        };
+        let method = span(method);
+        let line = span(line);
+        self.messages.push(Queued {
+            method,
+            id: id.map(OwnedId::from),
+            line,
+        });
+    }
+
+    fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
 }
 
 /// The reader's end. Messages gather in the current batch until
@@ -40,22 +83,22 @@ pub(crate) fn dispatcher(capacity: usize) -> (DispatchSender, DispatchReceiver) 
 pub(crate) struct DispatchSender {
     /// Unbounded as a channel, bounded by `room`: every message in it holds
     /// a unit of room until it is taken.
-    batches: mpsc::UnboundedSender<Vec<Incoming>>,
+    batches: mpsc::UnboundedSender<Batch>,
     room: Arc<Semaphore>,
-    batch: Vec<Incoming>,
+    batch: Batch,
 }
 
 impl DispatchSender {
-    /// Adds `message` to the current batch if there is room; gives it back
-    /// if there is none.
-    pub(crate) fn try_push(&mut self, message: Incoming) -> Result<(), Incoming> {
+    /// Adds the message (its `method`, `id` and whole `line`) to the
+    /// current batch if there is room; false if there is none.
+    pub(crate) fn try_push(&mut self, method: &[u8], id: Option<Id<'_>>, line: &[u8]) -> bool {
         match self.room.try_acquire() {
             Ok(permit) => {
                 permit.forget();
-                self.batch.push(message);
-                Ok(())
+                self.batch.push(method, id, line);
+                true
             }
-            Err(_) => Err(message),
+            Err(_) => false,
         }
     }
 
@@ -75,7 +118,9 @@ impl DispatchSender {
         match room {
             Ok(Ok(permit)) => {
                 permit.forget();
-                self.batch.push(message);
+                let id = message.id.as_ref().map(OwnedId::as_id);
+                self.batch
+                    .push(message.method.as_bytes(), id, &message.bytes);
                 Ok(())
             }
             _ => Err(message),
@@ -98,8 +143,11 @@ impl DispatchSender {
 
 /// The session's end.
 pub(crate) struct DispatchReceiver {
-    batches: mpsc::UnboundedReceiver<Vec<Incoming>>,
-    queue: VecDeque<Incoming>,
+    batches: mpsc::UnboundedReceiver<Batch>,
+    /// Batches received and not yet wholly taken.
+    queue: VecDeque<Batch>,
+    /// The next message to take in the front batch.
+    next: usize,
     room: Arc<Semaphore>,
 }
 
@@ -110,9 +158,9 @@ impl DispatchReceiver {
     pub(crate) async fn next(&mut self) -> Option<Incoming> {
         if self.queue.is_empty() {
             let batch = self.batches.recv().await?;
-            self.queue.extend(batch);
+            self.queue.push_back(batch);
         }
-        let message = self.queue.pop_front()?;
+        let message = self.take()?;
         self.room.add_permits(1);
         Some(message)
     }
@@ -125,21 +173,44 @@ impl DispatchReceiver {
             let Some(batch) = self.batches.recv().await else {
                 return false;
             };
-            self.queue.extend(batch);
+            self.queue.push_back(batch);
         }
         while let Ok(batch) = self.batches.try_recv() {
-            self.queue.extend(batch);
+            self.queue.push_back(batch);
         }
-        let taken = self.queue.len();
-        out.extend(self.queue.drain(..));
-        self.room.add_permits(taken);
+        let before = out.len();
+        while let Some(message) = self.take() {
+            out.push(message);
+        }
+        self.room.add_permits(out.len() - before);
         true
+    }
+
+    /// Takes the next queued message, made here on the caller's thread. A
+    /// batch leaves the queue with its last message, so a queue that is not
+    /// empty always has one to take (batches are never handed over empty).
+    fn take(&mut self) -> Option<Incoming> {
+        let batch = self.queue.front_mut()?;
+        let queued = &mut batch.messages[self.next];
+        let message = Incoming {
+            method: String::from_utf8_lossy(&batch.bytes[queued.method.clone()]).into_owned(),
+            id: queued.id.take(),
+            bytes: batch.bytes[queued.line.clone()].to_vec(),
+        };
+        self.next += 1;
+        if self.next == batch.messages.len() {
+            self.queue.pop_front();
+            self.next = 0;
+        }
+        Some(message)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const METHOD: &[u8] = b"notifications/message";
 
     fn message(n: u8) -> Incoming {
         Incoming {
@@ -149,15 +220,16 @@ mod tests {
         }
     }
 
+    fn push(sender: &mut DispatchSender, n: u8) -> bool {
+        sender.try_push(METHOD, None, &[n])
+    }
+
     #[tokio::test]
     async fn room_is_counted_per_message_and_given_back_when_taken() {
         let (mut sender, mut receiver) = dispatcher(2);
-        assert!(sender.try_push(message(1)).is_ok());
-        assert!(sender.try_push(message(2)).is_ok());
-        assert_eq!(
-            sender.try_push(message(3)).err().map(|m| m.bytes),
-            Some(vec![3])
-        );
+        assert!(push(&mut sender, 1));
+        assert!(push(&mut sender, 2));
+        assert!(!push(&mut sender, 3));
         // Full: waiting hands the batch over, then times out.
         let refused = sender
             .push_within(message(3), Duration::from_millis(20))
@@ -165,13 +237,13 @@ mod tests {
         assert!(refused.is_err());
         assert_eq!(receiver.next().await.map(|m| m.bytes), Some(vec![1]));
         // One taken: one fits.
-        assert!(sender.try_push(message(3)).is_ok());
+        assert!(push(&mut sender, 3));
         sender.flush();
         assert_eq!(receiver.next().await.map(|m| m.bytes), Some(vec![2]));
         assert_eq!(receiver.next().await.map(|m| m.bytes), Some(vec![3]));
         // A batch: everything handed over, in order, in one call.
         for n in 4..=5 {
-            assert!(sender.try_push(message(n)).is_ok());
+            assert!(push(&mut sender, n));
         }
         sender.flush();
         let mut taken = Vec::new();
@@ -179,8 +251,8 @@ mod tests {
         let bytes: Vec<Vec<u8>> = taken.iter().map(|m| m.bytes.clone()).collect();
         assert_eq!(bytes, vec![vec![4], vec![5]]);
         // Their room is back: two fit again.
-        assert!(sender.try_push(message(6)).is_ok());
-        assert!(sender.try_push(message(7)).is_ok());
+        assert!(push(&mut sender, 6));
+        assert!(push(&mut sender, 7));
         sender.flush();
         drop(sender);
         taken.clear();
@@ -188,5 +260,31 @@ mod tests {
         assert_eq!(taken.len(), 2);
         assert!(!receiver.next_batch(&mut taken).await);
         assert!(receiver.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn methods_ids_and_lines_cross_as_they_were_pushed() {
+        let (mut sender, mut receiver) = dispatcher(4);
+        assert!(sender.try_push(b"ping", Some(Id::String(b"a")), b"{\"id\":\"a\"}"));
+        let waited = Incoming {
+            method: "roots/list".into(),
+            id: Some(OwnedId::Number(b"7".to_vec())),
+            bytes: b"{\"id\":7}".to_vec(),
+        };
+        assert!(
+            sender
+                .push_within(waited, Duration::from_secs(5))
+                .await
+                .is_ok()
+        );
+        sender.flush();
+        let first = receiver.next().await.expect("first");
+        assert_eq!(first.method, "ping");
+        assert_eq!(first.id, Some(OwnedId::String(b"a".to_vec())));
+        assert_eq!(first.bytes, b"{\"id\":\"a\"}");
+        let second = receiver.next().await.expect("second");
+        assert_eq!(second.method, "roots/list");
+        assert_eq!(second.id, Some(OwnedId::Number(b"7".to_vec())));
+        assert_eq!(second.bytes, b"{\"id\":7}");
     }
 }

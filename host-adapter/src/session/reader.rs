@@ -394,15 +394,12 @@ impl Router {
                 }
             }
             (Some(method), id) => {
-                let message = Incoming {
-                    method: String::from_utf8_lossy(method).into_owned(),
-                    id: id.map(OwnedId::from),
-                    bytes: bytes.to_vec(),
-                };
-                if !overflow.is_empty() {
-                    overflow.push(message);
-                } else if let Err(message) = self.try_dispatch(message) {
-                    overflow.push(message);
+                if !overflow.is_empty() || !self.try_dispatch(method, id, bytes) {
+                    overflow.push(Incoming {
+                        method: String::from_utf8_lossy(method).into_owned(),
+                        id: id.map(OwnedId::from),
+                        bytes: bytes.to_vec(),
+                    });
                 }
             }
             (None, _) => {
@@ -412,27 +409,29 @@ impl Router {
         }
     }
 
-    /// Hands `message` to the dispatcher if it has room (or drops it if
-    /// nobody takes messages any more); gives it back if it has none.
-    fn try_dispatch(&mut self, message: Incoming) -> Result<(), Incoming> {
+    /// Hands the message to the dispatcher if it has room (or drops it if
+    /// nobody takes messages any more); false if it has none.
+    fn try_dispatch(&mut self, method: &[u8], id: Option<Id<'_>>, line: &[u8]) -> bool {
         if self.dispatcher.is_closed() {
-            return Ok(());
+            return true;
         }
-        self.dispatcher.try_push(message)?;
+        if !self.dispatcher.try_push(method, id, line) {
+            return false;
+        }
         let overflowing = &self.shared.dispatcher_overflowing;
         if overflowing.load(Ordering::Relaxed) {
             overflowing.store(false, Ordering::Relaxed);
         }
-        Ok(())
+        true
     }
 
     /// Dispatches `message`, waiting for room (once, then the full-
     /// dispatcher policy applies).
     async fn dispatch(&mut self, message: Incoming) {
-        let message = match self.try_dispatch(message) {
-            Ok(()) => return,
-            Err(message) => message,
-        };
+        let id = message.id.as_ref().map(OwnedId::as_id);
+        if self.try_dispatch(message.method.as_bytes(), id, &message.bytes) {
+            return;
+        }
         let shared = &self.shared;
         let message = if shared.dispatcher_overflowing.load(Ordering::Relaxed) {
             message
