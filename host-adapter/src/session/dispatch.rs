@@ -130,8 +130,16 @@ impl DispatchSender {
     /// Hands over the messages gathered so far.
     pub(crate) fn flush(&mut self) {
         if !self.batch.is_empty() {
+            // The next batch is sized like this one: a steady stream then
+            // costs one allocation per buffer and hand-over, not a
+            // doubling every few messages.
+            let next = Batch {
+                bytes: Vec::with_capacity(self.batch.bytes.len()),
+                messages: Vec::with_capacity(self.batch.messages.len()),
+            };
+            let batch = std::mem::replace(&mut self.batch, next);
             // A closed receiver (every session handle dropped) takes nothing.
-            let _ = self.batches.send(std::mem::take(&mut self.batch));
+            let _ = self.batches.send(batch);
         }
     }
 
