@@ -343,6 +343,17 @@ async fn main() {
             let count: u64 = args.get(1).map_or(300_000, |s| s.parse().expect("COUNT"));
             pipe_speed(count).await;
         }
+        Some("session-speed") => {
+            // One session run of `pipe-speed`'s 100 B load, for a profiler.
+            let count = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(300_000);
+            let load = Load {
+                count,
+                size: 100,
+                fast: false,
+            };
+            let (lines, _, took, _) = session_run(load, false).await;
+            println!("{lines} messages in {took:?}");
+        }
         Some("latency") => {
             latency(args.get(1).map_or(10_000, |s| s.parse().expect("calls"))).await;
         }
