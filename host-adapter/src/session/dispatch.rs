@@ -7,23 +7,35 @@
 //! batches: a server that writes a hundred thousand small notifications a
 //! second costs a few thousand hand-offs, not a hundred thousand.
 //!
+//! Taking a message costs no lock a waiting task could hold and no wake-up
+//! unless the reader waits: the room is one atomic count (only the reader
+//! adds to it, so it never goes past the bound), the reader is woken only
+//! when it found the dispatcher full, and the received batches are behind a
+//! plain mutex held only while a message is taken out. Only a caller that
+//! finds nothing to take waits, on the channel, in turn with other callers.
+//!
 //! [`SessionConfig::dispatcher_capacity`]: super::SessionConfig::dispatcher_capacity
 
 use std::collections::VecDeque;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use drainpipe_framer::Id;
 use drainpipe_framer::owned::OwnedId;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Notify, mpsc};
 
 use super::Incoming;
 
 /// A dispatcher holding at most `capacity` messages not yet taken.
 pub(crate) fn dispatcher(capacity: usize) -> (DispatchSender, DispatchReceiver) {
     let (batches, receiver) = mpsc::unbounded_channel();
-    let room = Arc::new(Semaphore::new(capacity.max(1)));
+    let room = Arc::new(Room {
+        capacity: capacity.max(1),
+        held: AtomicUsize::new(0),
+        freed: Notify::new(),
+    });
     (
         DispatchSender {
             batches,
@@ -31,12 +43,48 @@ pub(crate) fn dispatcher(capacity: usize) -> (DispatchSender, DispatchReceiver) 
             batch: Batch::default(),
         },
         DispatchReceiver {
-            batches: receiver,
-            queue: VecDeque::new(),
-            next: 0,
+            batches: tokio::sync::Mutex::new(receiver),
+            taken: Mutex::new(Received::default()),
             room,
         },
     )
+}
+
+/// The dispatcher's bound: how many messages are handed over (or gathered
+/// for it) and not yet taken.
+struct Room {
+    capacity: usize,
+    held: AtomicUsize,
+    /// Signalled when a message is taken from a full dispatcher: the reader
+    /// may be waiting for room (`DispatchSender::push_within`).
+    freed: Notify,
+}
+
+impl Room {
+    /// Takes a unit of room if there is one. Called by the reader only, so
+    /// the count cannot pass the bound between the check and the add.
+    fn try_take(&self) -> bool {
+        if self.held.load(Ordering::SeqCst) < self.capacity {
+            self.held.fetch_add(1, Ordering::SeqCst);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Gives back the room of `count` messages taken.
+    fn give(&self, count: usize) {
+        if count == 0 {
+            return;
+        }
+        // The reader waits only after it saw the count at the bound, and
+        // nothing but the reader adds to it: so the first give after that
+        // starts from the bound and wakes it (or leaves it a permit, if it
+        // is about to wait). Below the bound nobody waits: no signal.
+        if self.held.fetch_sub(count, Ordering::SeqCst) >= self.capacity {
+            self.freed.notify_one();
+        }
+    }
 }
 
 /// The messages of one hand-over, their bytes in one buffer: the reader
@@ -84,7 +132,7 @@ pub(crate) struct DispatchSender {
     /// Unbounded as a channel, bounded by `room`: every message in it holds
     /// a unit of room until it is taken.
     batches: mpsc::UnboundedSender<Batch>,
-    room: Arc<Semaphore>,
+    room: Arc<Room>,
     batch: Batch,
 }
 
@@ -92,14 +140,11 @@ impl DispatchSender {
     /// Adds the message (its `method`, `id` and whole `line`) to the
     /// current batch if there is room; false if there is none.
     pub(crate) fn try_push(&mut self, method: &[u8], id: Option<Id<'_>>, line: &[u8]) -> bool {
-        match self.room.try_acquire() {
-            Ok(permit) => {
-                permit.forget();
-                self.batch.push(method, id, line);
-                true
-            }
-            Err(_) => false,
+        let fits = self.room.try_take();
+        if fits {
+            self.batch.push(method, id, line);
         }
+        fits
     }
 
     /// Hands over the current batch, then waits up to `wait` for room for
@@ -110,20 +155,26 @@ impl DispatchSender {
         wait: Duration,
     ) -> Result<(), Incoming> {
         self.flush();
-        // A session dropped meanwhile gives no room back: stop waiting then.
-        let room = tokio::select! {
-            room = tokio::time::timeout(wait, self.room.acquire()) => room,
-            () = self.batches.closed() => return Err(message),
-        };
-        match room {
-            Ok(Ok(permit)) => {
-                permit.forget();
+        let timeout = tokio::time::sleep(wait);
+        tokio::pin!(timeout);
+        loop {
+            // Listening before looking: room given back between the look
+            // and the wait still wakes it.
+            let freed = self.room.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if self.room.try_take() {
                 let id = message.id.as_ref().map(OwnedId::as_id);
                 self.batch
                     .push(message.method.as_bytes(), id, &message.bytes);
-                Ok(())
+                return Ok(());
             }
-            _ => Err(message),
+            tokio::select! {
+                () = &mut freed => {}
+                () = &mut timeout => return Err(message),
+                // A session dropped meanwhile gives no room back.
+                () = self.batches.closed() => return Err(message),
+            }
         }
     }
 
@@ -149,59 +200,104 @@ impl DispatchSender {
     }
 }
 
-/// The session's end.
+/// The session's end, shared by every caller of the session.
 pub(crate) struct DispatchReceiver {
-    batches: mpsc::UnboundedReceiver<Batch>,
+    /// Batches handed over and not yet received; a caller that finds
+    /// nothing in `taken` waits here, one caller at a time.
+    batches: tokio::sync::Mutex<mpsc::UnboundedReceiver<Batch>>,
     /// Batches received and not yet wholly taken.
+    taken: Mutex<Received>,
+    room: Arc<Room>,
+}
+
+/// Batches received, in order, and where the front one is up to.
+#[derive(Default)]
+struct Received {
     queue: VecDeque<Batch>,
     /// The next message to take in the front batch.
     next: usize,
-    room: Arc<Semaphore>,
 }
 
 impl DispatchReceiver {
     /// The next message, in order; `None` once the reader is gone and every
     /// message was taken. Cancel-safe: a message is only taken when this
     /// returns it.
-    pub(crate) async fn next(&mut self) -> Option<Incoming> {
-        if self.queue.is_empty() {
-            let batch = self.batches.recv().await?;
-            self.queue.push_back(batch);
+    pub(crate) async fn next(&self) -> Option<Incoming> {
+        loop {
+            if let Some(message) = self.received().take() {
+                self.room.give(1);
+                return Some(message);
+            }
+            self.receive().await?;
         }
-        let message = self.take()?;
-        self.room.add_permits(1);
-        Some(message)
     }
 
     /// Every message handed over so far, at least one, in order, appended to
     /// `out`; false once the reader is gone and every message was taken.
     /// Cancel-safe, as [`DispatchReceiver::next`].
-    pub(crate) async fn next_batch(&mut self, out: &mut Vec<Incoming>) -> bool {
-        if self.queue.is_empty() {
-            let Some(batch) = self.batches.recv().await else {
+    pub(crate) async fn next_batch(&self, out: &mut Vec<Incoming>) -> bool {
+        loop {
+            // What else was handed over joins this batch, unless another
+            // caller is waiting for the channel (it will have it).
+            if let Ok(mut batches) = self.batches.try_lock() {
+                let mut received = self.received();
+                while let Ok(batch) = batches.try_recv() {
+                    received.queue.push_back(batch);
+                }
+            }
+            let before = out.len();
+            {
+                let mut received = self.received();
+                while let Some(message) = received.take() {
+                    out.push(message);
+                }
+            }
+            if out.len() > before {
+                self.room.give(out.len() - before);
+                return true;
+            }
+            if self.receive().await.is_none() {
                 return false;
-            };
-            self.queue.push_back(batch);
+            }
         }
-        while let Ok(batch) = self.batches.try_recv() {
-            self.queue.push_back(batch);
-        }
-        let before = out.len();
-        while let Some(message) = self.take() {
-            out.push(message);
-        }
-        self.room.add_permits(out.len() - before);
-        true
     }
 
+    /// Waits for the next batch and queues it; `None` once the reader is
+    /// gone and nothing is left to receive. Returns at once if another
+    /// caller queued something meanwhile.
+    async fn receive(&self) -> Option<()> {
+        let mut batches = self.batches.lock().await;
+        if !self.received().queue.is_empty() {
+            return Some(());
+        }
+        // Cancel-safe: a batch received is queued before anything else can
+        // be polled.
+        let batch = batches.recv().await?;
+        self.received().queue.push_back(batch);
+        Some(())
+    }
+
+    fn received(&self) -> std::sync::MutexGuard<'_, Received> {
+        // Nothing panics while it is held.
+        self.taken.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Received {
     /// Takes the next queued message, made here on the caller's thread. A
     /// batch leaves the queue with its last message, so a queue that is not
     /// empty always has one to take (batches are never handed over empty).
     fn take(&mut self) -> Option<Incoming> {
         let batch = self.queue.front_mut()?;
         let queued = &mut batch.messages[self.next];
+        let method = &batch.bytes[queued.method.clone()];
         let message = Incoming {
-            method: String::from_utf8_lossy(&batch.bytes[queued.method.clone()]).into_owned(),
+            // The framer checked the line's UTF-8; the lossy form is only
+            // for a backend that did not.
+            method: std::str::from_utf8(method).map_or_else(
+                |_| String::from_utf8_lossy(method).into_owned(),
+                str::to_owned,
+            ),
             id: queued.id.take(),
             bytes: batch.bytes[queued.line.clone()].to_vec(),
         };
@@ -234,7 +330,7 @@ mod tests {
 
     #[tokio::test]
     async fn room_is_counted_per_message_and_given_back_when_taken() {
-        let (mut sender, mut receiver) = dispatcher(2);
+        let (mut sender, receiver) = dispatcher(2);
         assert!(push(&mut sender, 1));
         assert!(push(&mut sender, 2));
         assert!(!push(&mut sender, 3));
@@ -272,7 +368,7 @@ mod tests {
 
     #[tokio::test]
     async fn methods_ids_and_lines_cross_as_they_were_pushed() {
-        let (mut sender, mut receiver) = dispatcher(4);
+        let (mut sender, receiver) = dispatcher(4);
         assert!(sender.try_push(b"ping", Some(Id::String(b"a")), b"{\"id\":\"a\"}"));
         let waited = Incoming {
             method: "roots/list".into(),
@@ -294,5 +390,102 @@ mod tests {
         assert_eq!(second.method, "roots/list");
         assert_eq!(second.id, Some(OwnedId::Number(b"7".to_vec())));
         assert_eq!(second.bytes, b"{\"id\":7}");
+    }
+
+    #[tokio::test]
+    async fn a_reader_waiting_for_room_is_woken_when_one_is_taken() {
+        let (mut sender, receiver) = dispatcher(1);
+        assert!(push(&mut sender, 1));
+        let waiting = tokio::spawn(async move {
+            let pushed = sender
+                .push_within(message(2), Duration::from_secs(30))
+                .await
+                .is_ok();
+            sender.flush();
+            pushed
+        });
+        // Let it find the dispatcher full and wait.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(receiver.next().await.map(|m| m.bytes), Some(vec![1]));
+        let pushed = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("the waiting reader was not woken by the room given back")
+            .expect("reader task");
+        assert!(pushed);
+        assert_eq!(receiver.next().await.map(|m| m.bytes), Some(vec![2]));
+        assert!(receiver.next().await.is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn callers_taking_at_once_get_every_message_once_in_order() {
+        const COUNT: u32 = 20_000;
+        let (mut sender, receiver) = dispatcher(16);
+        let receiver = Arc::new(receiver);
+        let callers: Vec<_> = (0..4)
+            .map(|caller| {
+                let receiver = receiver.clone();
+                tokio::spawn(async move {
+                    let mut seen = Vec::new();
+                    let mut batch = Vec::new();
+                    loop {
+                        // Half the callers take one at a time, half by the batch.
+                        if caller % 2 == 0 {
+                            match receiver.next().await {
+                                Some(message) => seen.push(message),
+                                None => break,
+                            }
+                        } else if receiver.next_batch(&mut batch).await {
+                            seen.append(&mut batch);
+                        } else {
+                            break;
+                        }
+                    }
+                    seen.into_iter()
+                        .map(|m| u32::from_le_bytes(m.bytes.try_into().expect("four bytes")))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let reader = tokio::spawn(async move {
+            for n in 0..COUNT {
+                let line = n.to_le_bytes();
+                if !sender.try_push(METHOD, None, &line) {
+                    let message = Incoming {
+                        method: "notifications/message".into(),
+                        id: None,
+                        bytes: line.to_vec(),
+                    };
+                    assert!(
+                        sender
+                            .push_within(message, Duration::from_secs(30))
+                            .await
+                            .is_ok(),
+                        "no room came back for message {n}"
+                    );
+                }
+                if n % 7 == 0 {
+                    sender.flush();
+                }
+            }
+            sender.flush();
+        });
+        let all = tokio::time::timeout(Duration::from_secs(60), async {
+            reader.await.expect("reader");
+            let mut all = Vec::new();
+            for caller in callers {
+                let seen = caller.await.expect("caller");
+                assert!(
+                    seen.windows(2).all(|w| w[0] < w[1]),
+                    "a caller saw messages out of order"
+                );
+                all.extend(seen);
+            }
+            all
+        })
+        .await
+        .expect("the callers and the reader did not finish");
+        let mut all = all;
+        all.sort_unstable();
+        assert_eq!(all, (0..COUNT).collect::<Vec<_>>());
     }
 }

@@ -196,7 +196,7 @@ struct Tasks {
 /// server's process group is killed (see [`ProcessControl`]'s drop).
 struct Handle {
     shared: Arc<Shared>,
-    incoming: tokio::sync::Mutex<dispatch::DispatchReceiver>,
+    incoming: dispatch::DispatchReceiver,
     tasks: Mutex<Tasks>,
     report: tokio::sync::OnceCell<ShutdownReport>,
 }
@@ -308,7 +308,7 @@ impl Session {
         ));
         let handle = Handle {
             shared,
-            incoming: tokio::sync::Mutex::new(dispatch_rx),
+            incoming: dispatch_rx,
             tasks: Mutex::new(Tasks {
                 reader: Some(reader),
                 writer: Some(writer),
@@ -540,7 +540,7 @@ impl Session {
     /// The next request or notification from the server, in order; `None`
     /// once the server's stdout has ended and everything was taken.
     pub async fn next_incoming(&self) -> Option<Incoming> {
-        let message = self.handle.incoming.lock().await.next().await;
+        let message = self.handle.incoming.next().await;
         // Taking a message made room: the full-dispatcher policy is lifted.
         // (Written only when set: the reader reads it for every message, and
         // a write each time would bounce its cache line between the cores.)
@@ -557,7 +557,7 @@ impl Session {
     /// batch form of [`Session::next_incoming`], for a host that takes
     /// many small messages: one hand-over per batch instead of per message.
     pub async fn next_incoming_batch(&self, out: &mut Vec<Incoming>) -> bool {
-        let more = self.handle.incoming.lock().await.next_batch(out).await;
+        let more = self.handle.incoming.next_batch(out).await;
         let overflowing = &self.shared().dispatcher_overflowing;
         if overflowing.load(Ordering::Relaxed) {
             overflowing.store(false, Ordering::Relaxed);
