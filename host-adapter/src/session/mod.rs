@@ -539,6 +539,14 @@ impl Session {
 
     /// The next request or notification from the server, in order; `None`
     /// once the server's stdout has ended and everything was taken.
+    ///
+    /// The session's reader runs on the runtime's workers. A caller that
+    /// takes a stream of messages is fastest as a spawned task there too:
+    /// the reader's hand-over then wakes it on the same worker, without a
+    /// system call. Taken from `block_on` (the body of `#[tokio::main]`),
+    /// each read's hand-over wakes that thread from a futex: on a stream of
+    /// 100 B messages that took 8–30% of the rate (`BENCHMARKS.md`, "The
+    /// caller on a worker"). Either way the reader keeps reading.
     pub async fn next_incoming(&self) -> Option<Incoming> {
         let message = self.handle.incoming.next().await;
         // Taking a message made room: the full-dispatcher policy is lifted.
