@@ -351,7 +351,11 @@ async fn main() {
                 size: 100,
                 fast: false,
             };
-            let (lines, _, took, _) = session_run(load, false).await;
+            let (lines, _, took, _) = if args.get(2).is_some_and(|a| a == "block-on") {
+                session_run(load, false).await
+            } else {
+                in_task(session_run(load, false)).await
+            };
             println!("{lines} messages in {took:?}");
         }
         Some("latency") => {
@@ -368,7 +372,7 @@ async fn main() {
             otel_cost(calls, count).await;
         }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] | e2e session-speed [COUNT] [block-on]"
         ),
     }
 }
@@ -451,15 +455,23 @@ async fn pipe_speed(count: u64) {
         (64 << 10, (count / 16).max(1), true),
     ] {
         let load = Load { count, size, fast };
-        let mut runs: [Vec<Run>; 6] = Default::default();
+        let mut runs: [Vec<Run>; 7] = Default::default();
         // Interleaved, so a busy moment of the machine hits every path alike.
+        // Every reading end runs as a spawned task, as a tokio application's
+        // long-lived reader does, but the last: the same session taken from
+        // `block_on` (the body of `#[tokio::main]`), whose thread is not a
+        // worker, so each read's hand-over wakes it from a futex.
         for _ in 0..ROUNDS {
-            runs[0].push(plain_pipe_run(load, 0).await);
-            runs[1].push(plain_pipe_run(load, 1).await);
-            runs[2].push(proxy_run(&drainpipe, &[], load).await);
-            runs[3].push(proxy_run(&drainpipe, &["--sandbox"], load).await);
-            runs[4].push(session_run(load, false).await);
-            runs[5].push(session_run(load, true).await);
+            runs[0].push(in_task(plain_pipe_run(load, 0)).await);
+            runs[1].push(in_task(plain_pipe_run(load, 1)).await);
+            let path = drainpipe.clone();
+            runs[2].push(in_task(async move { proxy_run(&path, &[], load).await }).await);
+            let path = drainpipe.clone();
+            runs[3]
+                .push(in_task(async move { proxy_run(&path, &["--sandbox"], load).await }).await);
+            runs[4].push(in_task(session_run(load, false)).await);
+            runs[5].push(in_task(session_run(load, true)).await);
+            runs[6].push(session_run(load, false).await);
         }
         let median = |runs: &mut Vec<Run>| {
             runs.sort_by_key(|run| run.2);
@@ -474,6 +486,7 @@ async fn pipe_speed(count: u64) {
             "drainpipe proxy --sandbox",
             "guarded session, next_incoming",
             "guarded session, next_incoming_batch",
+            "guarded session, next_incoming from block_on",
         ];
         for (path, runs) in paths.into_iter().zip(runs.iter_mut()) {
             let (lines, bytes, took, _) = median(runs);
@@ -494,6 +507,11 @@ async fn pipe_speed(count: u64) {
     }
 }
 
+/// Runs one path's reading end as a spawned task on the runtime's workers.
+async fn in_task(run: impl std::future::Future<Output = Run> + Send + 'static) -> Run {
+    tokio::spawn(run).await.expect("the bench's task")
+}
+
 /// `server | cat`: the server's stdout read here, as fast as it comes; with
 /// `cats` = 1, `server | cat | cat` (one more pipe hop: a real `cat` between
 /// the server and this reader, as the proxy is).
@@ -504,7 +522,7 @@ async fn plain_pipe_run(load: Load, cats: usize) -> Run {
         .spawn()
         .expect("server");
     let mut cat = None;
-    let stdout: Box<dyn tokio::io::AsyncRead + Unpin> = if cats == 0 {
+    let stdout: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if cats == 0 {
         Box::new(server.stdout.take().expect("piped"))
     } else {
         let out: std::process::Stdio = server
