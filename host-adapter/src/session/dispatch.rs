@@ -316,11 +316,13 @@ mod tests {
 
     const METHOD: &[u8] = b"notifications/message";
 
-    fn message(n: u8) -> Incoming {
+    /// A notification whose whole line is `line`, as the reader holds one
+    /// it could not push at once.
+    fn message(line: &[u8]) -> Incoming {
         Incoming {
             method: "notifications/message".into(),
             id: None,
-            bytes: vec![n],
+            bytes: line.to_vec(),
         }
     }
 
@@ -336,7 +338,7 @@ mod tests {
         assert!(!push(&mut sender, 3));
         // Full: waiting hands the batch over, then times out.
         let refused = sender
-            .push_within(message(3), Duration::from_millis(20))
+            .push_within(message(&[3]), Duration::from_millis(20))
             .await;
         assert!(refused.is_err());
         assert_eq!(receiver.next().await.map(|m| m.bytes), Some(vec![1]));
@@ -398,7 +400,7 @@ mod tests {
         assert!(push(&mut sender, 1));
         let waiting = tokio::spawn(async move {
             let pushed = sender
-                .push_within(message(2), Duration::from_secs(30))
+                .push_within(message(&[2]), Duration::from_secs(30))
                 .await
                 .is_ok();
             sender.flush();
@@ -450,14 +452,9 @@ mod tests {
             for n in 0..COUNT {
                 let line = n.to_le_bytes();
                 if !sender.try_push(METHOD, None, &line) {
-                    let message = Incoming {
-                        method: "notifications/message".into(),
-                        id: None,
-                        bytes: line.to_vec(),
-                    };
                     assert!(
                         sender
-                            .push_within(message, Duration::from_secs(30))
+                            .push_within(message(&line), Duration::from_secs(30))
                             .await
                             .is_ok(),
                         "no room came back for message {n}"
