@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use drainpipe_framer as core_framer;
-use drainpipe_framer::packed::PackedBatch;
+use drainpipe_framer::packed::{HeldLine, PackedBatch, PackedError};
 use exports::drainpipe::framer::framing as wit;
 
 #[cfg(not(feature = "budget"))]
@@ -41,7 +41,22 @@ impl wit::Guest for Component {
 
 /// The resource. WIT methods take `&self`; one instance serves one stream
 /// at a time, so a `RefCell` never sees contention.
-struct Framer(RefCell<core_framer::Framer>);
+struct Framer(RefCell<Stream>);
+
+/// One stream: the framer, and the unfinished line the typed family holds.
+///
+/// Both families run the framer's packed path, so the guest carries one
+/// copy of the framer's code, not one per way of handing out events: the
+/// typed `push` keeps the line that spans pushes itself, as a host of the
+/// packed family does, and turns the decoded events into WIT records.
+struct Stream {
+    framer: core_framer::Framer,
+    /// The typed family's unfinished line (empty in the packed family,
+    /// whose host holds it).
+    held: HeldLine,
+    /// The last batch, kept for its allocations.
+    batch: PackedBatch,
+}
 
 impl wit::GuestFramer for Framer {
     fn new(limits: wit::Limits) -> Self {
@@ -49,35 +64,39 @@ impl wit::GuestFramer for Framer {
             .with_max_frame_bytes(limits.max_frame_bytes as usize)
             .with_max_depth(limits.max_depth)
             .with_json_validation(limits.validate_json);
-        Framer(RefCell::new(core_framer::Framer::new(config)))
+        Framer(RefCell::new(Stream {
+            framer: core_framer::Framer::new(config),
+            held: HeldLine::default(),
+            batch: PackedBatch::default(),
+        }))
     }
 
     fn push(&self, chunk: Vec<u8>) -> wit::Batch {
-        let mut batch = Batcher::new(&chunk);
-        self.0.borrow_mut().push(&chunk, |event| batch.add(event));
-        batch.done()
+        let stream = &mut *self.0.borrow_mut();
+        let packed = stream.framer.push_packed(&chunk, &mut stream.batch);
+        stream.typed(&chunk, packed)
     }
 
     fn finish(&self) -> wit::Batch {
-        let mut batch = Batcher::new(&[]);
-        self.0.borrow_mut().finish(|event| batch.add(event));
-        batch.done()
+        let stream = &mut *self.0.borrow_mut();
+        let packed = stream.framer.finish_packed(&mut stream.batch);
+        stream.typed(&[], packed)
     }
 
     fn push_packed(&self, chunk: Vec<u8>) -> wit::PackedBatch {
         let mut batch = PackedBatch::default();
-        let packed = self.0.borrow_mut().push_packed(&chunk, &mut batch);
+        let packed = self.0.borrow_mut().framer.push_packed(&chunk, &mut batch);
         returned(batch, packed)
     }
 
     fn finish_packed(&self) -> wit::PackedBatch {
         let mut batch = PackedBatch::default();
-        let packed = self.0.borrow_mut().finish_packed(&mut batch);
+        let packed = self.0.borrow_mut().framer.finish_packed(&mut batch);
         returned(batch, packed)
     }
 
     fn stats(&self) -> wit::Stats {
-        let s = *self.0.borrow().stats();
+        let s = *self.0.borrow().framer.stats();
         wit::Stats {
             bytes_in: s.bytes_in,
             frames: s.frames,
@@ -94,15 +113,40 @@ impl wit::GuestFramer for Framer {
     }
 
     fn buffered(&self) -> u32 {
-        self.0.borrow().buffered() as u32
+        self.0.borrow().framer.buffered() as u32
     }
 
     fn position(&self) -> u64 {
-        self.0.borrow().position()
+        self.0.borrow().framer.position()
     }
 
     fn reset(&self) {
-        self.0.borrow_mut().reset();
+        let stream = &mut *self.0.borrow_mut();
+        stream.framer.reset();
+        stream.held.clear();
+    }
+}
+
+impl Stream {
+    /// The typed form of the packed batch that `push_packed` or
+    /// `finish_packed` (of `chunk`) just wrote: the held line joins and
+    /// keeps as the batch says, and each event becomes a WIT record.
+    fn typed(&mut self, chunk: &[u8], packed: Result<(), PackedError>) -> wit::Batch {
+        if packed.is_err() {
+            panic!("packed batch past 4 GiB")
+        }
+        let b = &self.batch;
+        let mut batch = Batcher::new(chunk);
+        let received = self
+            .held
+            .receive(chunk, &b.words, &b.carried, b.join, b.keep, |event| {
+                batch.add(event)
+            });
+        if received.is_err() {
+            // The framer's own batch does not decode: a bug, so trap.
+            panic!("the framer's packed batch does not decode")
+        }
+        batch.done()
     }
 }
 
@@ -131,8 +175,9 @@ impl<'c> Batcher<'c> {
         }
     }
 
-    /// An event's bytes borrow either the chunk or the framer's own buffers;
-    /// comparing addresses tells which, without the core having to say.
+    /// An event's bytes borrow the chunk, the held line or the packed
+    /// batch's carried bytes; comparing addresses tells whether they lie in
+    /// the chunk, without the core having to say.
     fn bytes(&mut self, bytes: &[u8]) -> wit::BytesRef {
         let chunk_at = self.chunk.as_ptr() as usize;
         let at = bytes.as_ptr() as usize;
@@ -233,7 +278,7 @@ impl<'c> Batcher<'c> {
 /// a wasm32 guest cannot reach: a trap, which the host reports.
 fn returned(
     batch: PackedBatch,
-    packed: Result<(), core_framer::packed::PackedError>,
+    packed: Result<(), PackedError>,
 ) -> wit::PackedBatch {
     if packed.is_err() {
         panic!("packed batch past 4 GiB")
