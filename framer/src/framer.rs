@@ -138,6 +138,30 @@ trait Sink {
         _envelope: Option<&EnvelopeOffsets>,
     ) {
     }
+
+    /// A validated frame that lies whole in the chunk, `chunk[at..at +
+    /// len]`, starting at stream `offset`, its envelope still in
+    /// `validator`. The default resolves it into an [`Event::Frame`]; a sink
+    /// that writes offsets (the packed form) takes them as they are, without
+    /// making slices of them to turn back into offsets.
+    fn whole_frame(
+        &mut self,
+        chunk: &[u8],
+        at: usize,
+        len: usize,
+        offset: u64,
+        validator: &Validator,
+        line: &[u8],
+    ) {
+        let bytes = &chunk[at..at + len];
+        let frame = Frame {
+            bytes,
+            offset,
+            chunk_start: Some(at),
+            envelope: validator.envelope(bytes),
+        };
+        self.event(Event::Frame(frame), line);
+    }
 }
 
 /// The public API's sink: a closure.
@@ -193,7 +217,26 @@ impl Sink for Packer<'_> {
         if self.error.is_none()
             && let Err(error) =
                 self.batch
-                    .push_held(self.chunk.len(), line_len, offset, event, envelope)
+                    .push_offsets(self.chunk.len(), line_len, offset, event, envelope)
+        {
+            self.error = Some(error);
+        }
+    }
+
+    fn whole_frame(
+        &mut self,
+        _chunk: &[u8],
+        at: usize,
+        len: usize,
+        offset: u64,
+        validator: &Validator,
+        _line: &[u8],
+    ) {
+        let envelope = validator.envelope_offsets();
+        if self.error.is_none()
+            && let Err(error) =
+                self.batch
+                    .push_offsets(at, len, offset, HeldEvent::Frame { len }, Some(&envelope))
         {
             self.error = Some(error);
         }
@@ -541,18 +584,10 @@ impl Framer {
                     [.., b'\r'] => newline - 1,
                     _ => newline,
                 };
-                let bytes = &chunk[at..at + end];
                 self.line = Line::Json;
                 self.stats.frames += 1;
                 self.stats.largest_frame = self.stats.largest_frame.max(end as u64);
-                let envelope = self.validator.envelope(bytes);
-                let frame = Frame {
-                    bytes,
-                    offset: self.line_start,
-                    chunk_start: Some(at),
-                    envelope,
-                };
-                sink.event(Event::Frame(frame), &self.buf);
+                sink.whole_frame(chunk, at, end, self.line_start, &self.validator, &self.buf);
                 Some(newline)
             }
             LineStart::Fed => {

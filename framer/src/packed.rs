@@ -395,8 +395,9 @@ impl PackedBatch {
     }
 }
 
-/// An event of a line that spanned pushes, from a framer that kept none of
-/// its bytes: its ranges are offsets in the caller's held line.
+/// An event whose ranges are offsets from its line's first byte: a line
+/// that spanned pushes (from a framer that kept none of its bytes, so the
+/// caller holds it), or a frame that lies whole in the chunk.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum HeldEvent {
     Frame { len: usize },
@@ -408,19 +409,25 @@ pub(crate) enum HeldEvent {
 
 impl PackedBatch {
     /// Appends `event` of the line starting at stream `offset`, whose first
-    /// `line_len` bytes the caller holds (`chunk_len` = the pushed chunk's
-    /// length, where the held line starts in the byte space). Envelope
-    /// fields past `line_len` are left out, as [`Event`]s resolved against
-    /// the line leave them out.
-    pub(crate) fn push_held(
+    /// `line_len` bytes lie at `base` in the byte space: the pushed chunk's
+    /// length for the caller's held line, or where in the chunk a line that
+    /// lies whole in it starts. Its ranges are offsets from the line's
+    /// start, so no address is compared. Envelope fields past `line_len`
+    /// are left out, as [`Event`]s resolved against the line leave them out.
+    ///
+    /// Always inline: it runs once per message, and as a call (which the
+    /// WebAssembly guest's build made it) its prologue and spills cost as
+    /// much as its work.
+    #[inline(always)]
+    pub(crate) fn push_offsets(
         &mut self,
-        chunk_len: usize,
+        base: usize,
         line_len: usize,
         offset: u64,
         event: HeldEvent,
         envelope: Option<&EnvelopeOffsets>,
     ) -> Result<(), PackedError> {
-        if chunk_len
+        if base
             .checked_add(line_len)
             .is_none_or(|end| u32::try_from(end).is_err())
         {
@@ -431,7 +438,7 @@ impl PackedBatch {
                 return false;
             }
             if len > 0 {
-                out[0] = (chunk_len as u64 + start) as u32;
+                out[0] = (base as u64 + start) as u32;
                 out[1] = len as u32;
             }
             true
