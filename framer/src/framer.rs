@@ -902,19 +902,20 @@ impl Framer {
     /// UTF-8 check of their own. Zero while a code point cut by the previous
     /// piece is pending, and past an invalid byte (the rest of the chunk is
     /// then checked piece by piece, never re-scanned).
+    ///
+    /// Inline: it runs once per message, and as a call of its own (where a
+    /// compiler keeps it out of line, as for WebAssembly) its prologue cost
+    /// more than its work; the one validation pass per push is out of line.
+    #[inline]
     fn known_utf8(&mut self, chunk: &[u8], at: Option<usize>, len: usize) -> usize {
         let Some(from) = at else { return 0 };
         if self.utf8.held() > 0 {
             return 0;
         }
-        let (start, end) = *self.clean.get_or_insert_with(|| {
-            let rest = &chunk[from..];
-            let valid = match simdutf8::compat::from_utf8(rest) {
-                Ok(_) => rest.len(),
-                Err(e) => e.valid_up_to(),
-            };
-            (from, from + valid)
-        });
+        let (start, end) = match self.clean {
+            Some(range) => range,
+            None => *self.clean.insert(clean_range(chunk, from)),
+        };
         if !(start..=end).contains(&from) {
             return 0;
         }
@@ -1048,4 +1049,17 @@ impl Framer {
             self.end_discard(false, sink);
         }
     }
+}
+
+/// The range of `chunk` from `from` that is valid UTF-8: to its end, or to
+/// the first invalid or cut code point. One pass per push (see
+/// `Framer::clean`).
+#[inline(never)]
+fn clean_range(chunk: &[u8], from: usize) -> (usize, usize) {
+    let rest = &chunk[from..];
+    let valid = match simdutf8::compat::from_utf8(rest) {
+        Ok(_) => rest.len(),
+        Err(e) => e.valid_up_to(),
+    };
+    (from, from + valid)
 }
