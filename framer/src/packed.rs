@@ -561,8 +561,15 @@ impl HeldLine {
         let bad = PackedError::Held { join, keep };
         let (head, rest) = chunk.split_at_checked(join as usize).ok_or(bad)?;
         self.bytes.extend_from_slice(head);
-        for event in decode(words, chunk, &self.bytes, carried) {
-            on_event(event?);
+        // Record by record, each event handed on where it is decoded (not
+        // moved through the iterator's `Option<Result<..>>`).
+        let mut decode = decode(words, chunk, &self.bytes, carried);
+        if decode.length_error {
+            return Err(PackedError::Length { words: words.len() });
+        }
+        for record in words.as_chunks::<EVENT_WORDS>().0 {
+            on_event(decode.event(record)?);
+            decode.index += 1;
         }
         let keep = keep as usize;
         if keep <= rest.len() {
@@ -691,6 +698,7 @@ impl<'a> Decode<'a> {
         })
     }
 
+    #[inline]
     fn event(&self, record: &[u32]) -> Result<Event<'a>, PackedError> {
         let tag = record[0];
         let bad_tag = PackedError::Tag {
