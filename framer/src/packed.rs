@@ -671,6 +671,7 @@ impl<'a> Decode<'a> {
     }
 
     /// The envelope in words 5–10, its spans resolved by `bytes`.
+    #[inline(always)]
     fn envelope(
         &self,
         tag: u32,
@@ -698,7 +699,7 @@ impl<'a> Decode<'a> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn event(&self, record: &[u32]) -> Result<Event<'a>, PackedError> {
         let tag = record[0];
         let bad_tag = PackedError::Tag {
