@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use drainpipe_framer as core_framer;
-use drainpipe_framer::packed::{HeldLine, PackedBatch, PackedError};
+use drainpipe_framer::packed::{EVENT_WORDS, HeldLine, PackedBatch, PackedError};
 use exports::drainpipe::framer::framing as wit;
 
 #[cfg(not(feature = "budget"))]
@@ -84,7 +84,13 @@ impl wit::GuestFramer for Framer {
     }
 
     fn push_packed(&self, chunk: Vec<u8>) -> wit::PackedBatch {
-        let mut batch = PackedBatch::default();
+        // The words go to the host with the batch, so each push needs a
+        // fresh vector: sized for one message per 128 bytes, so a chunk of
+        // small messages does not grow it (and copy it) ten times over.
+        let mut batch = PackedBatch {
+            words: Vec::with_capacity((chunk.len() / 128 + 1) * EVENT_WORDS),
+            ..PackedBatch::default()
+        };
         let packed = self.0.borrow_mut().framer.push_packed(&chunk, &mut batch);
         returned(batch, packed)
     }
