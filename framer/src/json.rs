@@ -1299,57 +1299,70 @@ const ODD_BITS: u64 = 0xAAAA_AAAA_AAAA_AAAA;
 /// then cost no branch each.
 #[inline(always)]
 fn string_run(bytes: &[u8], at: usize) -> usize {
-    let Some(head) = bytes.get(at..at + 16) else {
-        return at + plain_run(bytes, at);
-    };
-    let first = special_mask(head.try_into().expect("sixteen bytes")).trailing_zeros() as usize;
-    // Positions from here on are in `bytes`, not from `at`: the loop then
-    // needs no registers for the rest's start and length.
-    let mut i = match bytes.get(at + first) {
-        _ if first >= 16 => at + 16,
-        Some(b'\\') => at + first,
-        _ => return at + first,
-    };
-    while let Some(block) = bytes[i..].first_chunk::<64>() {
-        let (stop, backslash) = block_masks(block);
-        // A run of backslashes that reaches the block's end may go on in
-        // the next bytes: the block ends where the run starts.
-        let (backslash, limit) = if backslash >> 63 == 0 {
-            (backslash, 64)
-        } else if backslash == u64::MAX {
-            // Sixty-four backslashes: the caller takes them two at a time.
-            return i;
-        } else {
-            let limit = 64 - backslash.leading_ones();
-            (backslash & low_bits(limit), limit)
+    // Positions are in `bytes`, not from `at`: the loop then needs no
+    // registers for the rest's start and length. A piece too short for the
+    // first sixteen bytes, or for another block, ends in the one
+    // `plain_run` at the end.
+    let mut i = at;
+    if let Some(head) = bytes.get(at..at + 16) {
+        let first = special_mask(head.try_into().expect("sixteen bytes")).trailing_zeros() as usize;
+        i = match bytes.get(at + first) {
+            _ if first >= 16 => at + 16,
+            Some(b'\\') => at + first,
+            _ => return at + first,
         };
-        let escaped = escaped_bits(backslash);
-        let ends = stop & !escaped;
-        let mut end = ends.trailing_zeros();
-        // The escaped bytes before the first end (all of them if none).
-        let checked = escaped & ends.wrapping_sub(1) & !ends;
-        let mut others = checked;
-        // The bits of escaped bytes that are not one-character escapes.
-        let mut bad = 0u64;
-        let not_simple = |at: u32| u64::from(NOT_SIMPLE[usize::from(block[at as usize])]) << at;
-        for _ in 0..3 {
-            bad |= not_simple((others | 1 << 63).trailing_zeros());
-            others &= others.wrapping_sub(1);
+        while let Some(block) = bytes[i..].first_chunk::<64>() {
+            match block_step(block) {
+                Ok(end) => return i + end,
+                Err(limit) => i += limit,
+            }
         }
-        while others != 0 {
-            bad |= not_simple(others.trailing_zeros());
-            others &= others - 1;
-        }
-        let bad = bad & checked;
-        if bad != 0 {
-            end = bad.trailing_zeros() - 1;
-        }
-        if end < limit {
-            return i + end as usize;
-        }
-        i += limit as usize;
     }
     i + plain_run(bytes, i)
+}
+
+/// One 64-byte step of [`string_run`]: `Ok` with where in `block` the run
+/// ends, or `Err` with how many bytes it takes whole (the block, or up to a
+/// run of backslashes that reaches its end).
+#[inline(always)]
+fn block_step(block: &[u8; 64]) -> Result<usize, usize> {
+    let (stop, backslash) = block_masks(block);
+    // A run of backslashes that reaches the block's end may go on in
+    // the next bytes: the block ends where the run starts.
+    let (backslash, limit) = if backslash >> 63 == 0 {
+        (backslash, 64)
+    } else if backslash == u64::MAX {
+        // Sixty-four backslashes: the caller takes them two at a time.
+        return Ok(0);
+    } else {
+        let limit = 64 - backslash.leading_ones();
+        (backslash & low_bits(limit), limit)
+    };
+    let escaped = escaped_bits(backslash);
+    let ends = stop & !escaped;
+    let mut end = ends.trailing_zeros();
+    // The escaped bytes before the first end (all of them if none).
+    let checked = escaped & ends.wrapping_sub(1) & !ends;
+    let mut others = checked;
+    // The bits of escaped bytes that are not one-character escapes.
+    let mut bad = 0u64;
+    let not_simple = |at: u32| u64::from(NOT_SIMPLE[usize::from(block[at as usize])]) << at;
+    for _ in 0..3 {
+        bad |= not_simple((others | 1 << 63).trailing_zeros());
+        others &= others.wrapping_sub(1);
+    }
+    while others != 0 {
+        bad |= not_simple(others.trailing_zeros());
+        others &= others - 1;
+    }
+    let bad = bad & checked;
+    if bad != 0 {
+        end = bad.trailing_zeros() - 1;
+    }
+    if end < limit {
+        return Ok(end as usize);
+    }
+    Err(limit as usize)
 }
 
 /// The bits of the bytes escaped by the runs of backslashes in
