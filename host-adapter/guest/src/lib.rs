@@ -138,9 +138,7 @@ impl Stream {
     /// `finish_packed` (of `chunk`) just wrote: the held line joins and
     /// keeps as the batch says, and each event becomes a WIT record.
     fn typed(&mut self, chunk: &[u8], packed: Result<(), PackedError>) -> wit::Batch {
-        if packed.is_err() {
-            panic!("packed batch past 4 GiB")
-        }
+        packed_or_trap(packed);
         let b = &self.batch;
         let mut batch = Batcher::new(chunk);
         let received = self
@@ -278,17 +276,17 @@ impl<'c> Batcher<'c> {
     }
 }
 
-/// Packs one event. The only failure is a byte space past 4 GiB, which a
-/// wasm32 memory cannot hold: a bug, so trap.
-/// The WIT record of a packed batch. Packing fails only past 4 GiB, which
-/// a wasm32 guest cannot reach: a trap, which the host reports.
-fn returned(
-    batch: PackedBatch,
-    packed: Result<(), PackedError>,
-) -> wit::PackedBatch {
+/// Packing fails only past 4 GiB, which a wasm32 guest cannot reach: a
+/// bug, so trap (the host reports it).
+fn packed_or_trap(packed: Result<(), PackedError>) {
     if packed.is_err() {
         panic!("packed batch past 4 GiB")
     }
+}
+
+/// The WIT record of a packed batch.
+fn returned(batch: PackedBatch, packed: Result<(), PackedError>) -> wit::PackedBatch {
+    packed_or_trap(packed);
     wit::PackedBatch {
         words: batch.words,
         join: batch.join,
