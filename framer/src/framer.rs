@@ -9,7 +9,7 @@ use crate::json::EnvelopeOffsets;
 use crate::json::{LineStart, Validator};
 use crate::packed::{HeldEvent, PackedBatch, PackedError};
 use crate::stats::Stats;
-use crate::utf8::Utf8Stream;
+use crate::utf8::{self, Utf8Stream};
 
 /// What the framer knows about the line it is in the middle of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1056,10 +1056,5 @@ impl Framer {
 /// `Framer::clean`).
 #[inline(never)]
 fn clean_range(chunk: &[u8], from: usize) -> (usize, usize) {
-    let rest = &chunk[from..];
-    let valid = match simdutf8::compat::from_utf8(rest) {
-        Ok(_) => rest.len(),
-        Err(e) => e.valid_up_to(),
-    };
-    (from, from + valid)
+    (from, from + utf8::valid_up_to(&chunk[from..]))
 }
