@@ -1398,12 +1398,8 @@ fn block_masks(block: &[u8; 64]) -> (u64, u64) {
     let mut backslash = 0;
     for (k, part) in block.chunks_exact(16).enumerate() {
         let lanes = u8x16::new(part.try_into().expect("sixteen bytes"));
-        // Flipping bit 1 maps the quote (0x22) to 0x20 and the controls
-        // onto themselves: both are then exactly the bytes up to 0x20.
-        let flipped = lanes ^ u8x16::splat(0x02);
-        let quote_or_control = flipped.min(u8x16::splat(0x20)).simd_eq(flipped);
         let slash = lanes.simd_eq(u8x16::splat(b'\\'));
-        stop |= u64::from(quote_or_control.to_bitmask()) << (16 * k);
+        stop |= u64::from(quote_or_control(lanes).to_bitmask()) << (16 * k);
         backslash |= u64::from(slash.to_bitmask()) << (16 * k);
     }
     (stop, backslash)
@@ -1479,12 +1475,25 @@ fn is_hex4(h: &[u8]) -> bool {
 fn special_mask(block: [u8; 16]) -> u32 {
     use wide::u8x16;
     let lanes = u8x16::new(block);
-    // Flipping bit 1 maps the quote (0x22) to 0x20 and the controls onto
-    // themselves; `min(x, 0x20) == x` exactly when x <= 0x20 (unsigned).
-    let flipped = lanes ^ u8x16::splat(0x02);
-    let quote_or_control = flipped.min(u8x16::splat(0x20)).simd_eq(flipped);
     let backslash = lanes.simd_eq(u8x16::splat(b'\\'));
-    (quote_or_control | backslash).to_bitmask()
+    (quote_or_control(lanes) | backslash).to_bitmask()
+}
+
+/// Lanes whose top bit is set exactly where `lanes` holds a quote or a byte
+/// below 0x20 (the rest of each lane is not meant to be read: only
+/// `to_bitmask` reads the result).
+///
+/// Flipping bit 1 maps the quote (0x22) to 0x20 and the controls onto
+/// themselves: both are then exactly the bytes up to 0x20, and 0xA0 less
+/// such a byte (saturating) keeps its top bit, less any greater byte it
+/// does not (0x7F at most, or 0). One subtraction where a compare
+/// (`min(x, 0x20) == x`) took two operations natively and, in the
+/// WebAssembly guest, four: the compiler turns the compare into `lt_u`,
+/// which Cranelift builds on x86 from a minimum, a compare and a negation.
+#[inline(always)]
+fn quote_or_control(lanes: wide::u8x16) -> wide::u8x16 {
+    use wide::u8x16;
+    u8x16::splat(0xA0).saturating_sub(lanes ^ u8x16::splat(0x02))
 }
 
 /// The byte a one-character JSON escape (`\\n`, `\\"`, …) stands for: the
