@@ -234,9 +234,7 @@ impl Sink for Packer<'_> {
     ) {
         let envelope = validator.envelope_offsets();
         if self.error.is_none()
-            && let Err(error) =
-                self.batch
-                    .push_offsets(at, len, offset, HeldEvent::Frame { len }, Some(&envelope))
+            && let Err(error) = self.batch.push_frame(at, len, offset, &envelope)
         {
             self.error = Some(error);
         }

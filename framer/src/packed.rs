@@ -408,6 +408,76 @@ pub(crate) enum HeldEvent {
 }
 
 impl PackedBatch {
+    /// Appends the frame `chunk[at..at + len]` (`len > 0`) starting at
+    /// stream `offset`, which the validator read whole: the one event of
+    /// most messages. Every envelope field it recorded lies inside the
+    /// frame, so no field needs the bound that [`PackedBatch::push_offsets`]
+    /// checks for lines it did not see whole, and the event's kind is known:
+    /// in the WebAssembly guest those checks and the match were a third of
+    /// the framing work per small message outside the scanner. Every test
+    /// through `testing::run_split` holds its events to the typed path's.
+    #[inline(always)]
+    pub(crate) fn push_frame(
+        &mut self,
+        at: usize,
+        len: usize,
+        offset: u64,
+        envelope: &EnvelopeOffsets,
+    ) -> Result<(), PackedError> {
+        if at
+            .checked_add(len)
+            .is_none_or(|end| u32::try_from(end).is_err())
+        {
+            return Err(PackedError::TooLarge);
+        }
+        debug_assert!(len > 0, "a frame has at least its braces");
+        let base = at as u32;
+        // A field's span in the byte space: inside the frame, so below
+        // `at + len`; an empty one is (0, 0), as `push_offsets` writes it.
+        let put = |(start, field_len): (u64, u64), out: &mut [u32]| {
+            debug_assert!(start + field_len <= len as u64, "a field past its frame");
+            if field_len > 0 {
+                out[0] = base + start as u32;
+                out[1] = field_len as u32;
+            }
+        };
+        let mut record = [0u32; EVENT_WORDS];
+        let mut tag = KIND_FRAME;
+        record[3] = base;
+        record[4] = len as u32;
+        if let Some(span) = envelope.jsonrpc {
+            tag |= HAS_JSONRPC;
+            put(span, &mut record[5..7]);
+        }
+        let id = match envelope.id {
+            None => ID_NONE,
+            Some((IdKind::Null, _)) => ID_NULL,
+            Some((kind, span)) => {
+                put(span, &mut record[7..9]);
+                if kind == IdKind::Number {
+                    ID_NUMBER
+                } else {
+                    ID_STRING
+                }
+            }
+        };
+        tag |= id << ID_SHIFT;
+        if let Some(span) = envelope.method {
+            tag |= HAS_METHOD;
+            put(span, &mut record[9..11]);
+        }
+        if envelope.has_result {
+            tag |= HAS_RESULT;
+        }
+        if envelope.has_error {
+            tag |= HAS_ERROR;
+        }
+        record[0] = tag;
+        split(offset, &mut record[1..3]);
+        self.words.extend_from_slice(&record);
+        Ok(())
+    }
+
     /// Appends `event` of the line starting at stream `offset`, whose first
     /// `line_len` bytes lie at `base` in the byte space: the pushed chunk's
     /// length for the caller's held line, or where in the chunk a line that
