@@ -117,8 +117,15 @@ fn broken_batches_are_errors() {
         first(&words, &[]),
         Some(Err(PackedError::Tag { index: 0, tag: 0x7 }))
     );
-    // A frame with an error kind, and an unknown high bit.
-    for tag in [batch.words[0] | 3 << 4, batch.words[0] | 1 << 20] {
+    // A frame with an error kind, with a bit of another kind (at-eof,
+    // looks-like-json, well-formed), and an unknown high bit.
+    for tag in [
+        batch.words[0] | 3 << 4,
+        batch.words[0] | 1 << 15,
+        batch.words[0] | 1 << 14,
+        batch.words[0] | 1 << 16,
+        batch.words[0] | 1 << 20,
+    ] {
         words[0] = tag;
         assert_eq!(
             first(&words, &[]),

@@ -65,6 +65,11 @@ const KINDS = [undefined, 'frame', 'oversize', 'malformed', 'discarded', 'not-pr
 const ERROR_KINDS = [undefined, 'invalid-utf8', 'control-in-string', 'invalid-escape', 'unexpected-byte',
   'invalid-number', 'invalid-literal', 'trailing-characters', 'top-level-not-object', 'depth-limit', 'incomplete'];
 const ID_TAGS = [undefined, 'number', 'string', 'null'];
+/** The envelope's tag bits: id kind, `jsonrpc`, `method`, has-result, has-error. */
+const ENVELOPE_BITS = (3 << 8) | (1 << 10) | (1 << 11) | (1 << 12) | (1 << 13);
+/** The bits a tag of each kind may set, by kind (as the Rust decoder checks). */
+const KIND_BITS = [0, 1 | ENVELOPE_BITS, 2 | ENVELOPE_BITS | (1 << 14), 3 | ENVELOPE_BITS | (0xf << 4),
+  4 | ENVELOPE_BITS | (1 << 15) | (1 << 16), 5, 6 | ENVELOPE_BITS];
 
 /**
  * Turns a packed batch's words (`push-packed`) into the same plain events as
@@ -106,8 +111,8 @@ export function decodePacked({ words, carried = new Uint8Array(0) }, chunk, line
     });
     const errorKind = ERROR_KINDS[(tag >>> 4) & 0xf];
     const wellFormed = (tag & (1 << 16)) !== 0;
-    if (tag >>> 17 !== 0 || kind === undefined || (kind === 'malformed') !== (errorKind !== undefined)
-        || (wellFormed && kind !== 'discarded')) {
+    if (kind === undefined || (tag & ~KIND_BITS[tag & 0xf]) !== 0
+        || (kind === 'malformed') !== (errorKind !== undefined)) {
       throw new RangeError(`framer component returned an invalid event tag ${tag}`);
     }
     switch (kind) {

@@ -28,6 +28,11 @@ test('a broken packed batch is an error, not an event', { timeout: 10_000 }, () 
   assert.throws(() => decodePacked({ words: bad }, chunk), RangeError);
   bad[0] = 7; // no such kind
   assert.throws(() => decodePacked({ words: bad }, chunk), RangeError);
+  for (const bit of [1 << 14, 1 << 15, 1 << 16]) { // another kind's bit on a frame
+    const other = Uint32Array.from(words);
+    other[0] |= bit;
+    assert.throws(() => decodePacked({ words: other }, chunk), RangeError);
+  }
   // Asking to join or keep bytes that are not there.
   assert.throws(() => new HeldLine().receive({ words: [], join: 10, keep: 0 }, chunk), RangeError);
   assert.throws(() => new HeldLine().receive({ words: [], join: 0, keep: 10 }, chunk), RangeError);
