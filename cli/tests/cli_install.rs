@@ -679,3 +679,137 @@ fn the_wrapped_entry_runs_the_server_behind_the_proxy() {
         "{tools}"
     );
 }
+
+/// `drainpipe install` run from a copy of the binary at `relative` in the
+/// home directory (where npx or uvx would have put it).
+fn run_copy(home: &Home, relative: &str, args: &[&str]) -> Finished {
+    let copy = home.path(relative);
+    if !copy.exists() {
+        fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        fs::copy(DRAINPIPE, &copy).unwrap();
+    }
+    let mut command = Command::new(&copy);
+    command
+        .args(args)
+        .env("HOME", &home.root)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CODEX_HOME")
+        .env_remove("UV_CACHE_DIR")
+        .env_remove("UV_TOOL_DIR")
+        .env("NO_COLOR", "1")
+        .current_dir(home.path("project"));
+    run(&mut command, b"", 30)
+}
+
+#[test]
+fn from_an_npx_or_uvx_cache_install_writes_the_runner_and_this_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    for (relative, runner, launcher) in [
+        (
+            ".npm/_npx/6a9f2e/node_modules/@drainpipe/linux-x64/bin/drainpipe",
+            "npx",
+            format!(r#""-y", "drainpipe@{version}", "#),
+        ),
+        (
+            ".cache/uv/archive-v0/Xy12ab/bin/drainpipe",
+            "uvx",
+            format!(r#""drainpipe@{version}", "#),
+        ),
+    ] {
+        let home = Home::new(&format!("runner-{runner}"));
+        let path = home.write(".config/Claude/claude_desktop_config.json", CLAUDE_DESKTOP);
+        let host = ["--host", "claude-desktop"];
+        // The dry run says why, and shows the runner's command line.
+        let done = run_copy(&home, relative, &["install", "--dry-run", host[0], host[1]]);
+        assert_eq!(done.code(), 0, "{}\n{}", done.stdout, done.stderr);
+        assert!(
+            done.stdout.contains(&format!("{runner}'s package cache")),
+            "{}",
+            done.stdout
+        );
+        // (The server's own command is `npx` too: only `args` changes for npx.)
+        let command = format!("+      \"command\": \"{runner}\",\n");
+        assert_eq!(
+            done.stdout.contains(&command),
+            runner == "uvx",
+            "{}",
+            done.stdout
+        );
+        let written = format!(
+            "+      \"args\": [{launcher}\"proxy\", \"--clip\", \"1MB\", \"--\", \"npx\", \"-y\","
+        );
+        assert!(done.stdout.contains(&written), "{}", done.stdout);
+        assert!(done.stdout.contains("already wrapped"), "{}", done.stdout);
+        assert_eq!(fs::read_to_string(&path).unwrap(), CLAUDE_DESKTOP);
+        // Written, then recognised as wrapped by a second run.
+        let done = run_copy(&home, relative, &["install", host[0], host[1]]);
+        assert_eq!(done.code(), 0, "{}\n{}", done.stdout, done.stderr);
+        let config: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        let server = &config["mcpServers"]["filesystem"];
+        assert_eq!(server["command"], runner);
+        let args: Vec<&str> = server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|word| word.as_str().unwrap())
+            .collect();
+        let package = format!("drainpipe@{version}");
+        let proxy = args.iter().position(|word| *word == "proxy").unwrap();
+        assert_eq!(args[proxy - 1], package, "{args:?}");
+        assert_eq!(
+            &args[proxy..],
+            [
+                "proxy",
+                "--clip",
+                "1MB",
+                "--",
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                "/home/me/projects"
+            ]
+        );
+        let again = run_copy(&home, relative, &["install", host[0], host[1]]);
+        assert_eq!(again.code(), 0, "{}", again.stderr);
+        assert!(
+            again.stdout.contains("nothing to change"),
+            "{}",
+            again.stdout
+        );
+        // --command still wins over the runner.
+        let forced = run_copy(
+            &home,
+            relative,
+            &[
+                "install",
+                "--dry-run",
+                "--config",
+                path.to_str().unwrap(),
+                "--command",
+                "/opt/dp",
+            ],
+        );
+        assert!(
+            !forced.stdout.contains("package cache"),
+            "{}",
+            forced.stdout
+        );
+        // Uninstall (from a binary elsewhere) recognises the runner's entries
+        // and brings the file back byte for byte.
+        let done = home.run(&["uninstall", host[0], host[1]]);
+        assert_eq!(done.code(), 0, "{}\n{}", done.stdout, done.stderr);
+        assert!(done.stdout.contains("unwrap"), "{}", done.stdout);
+        assert_eq!(fs::read_to_string(&path).unwrap(), CLAUDE_DESKTOP);
+        // And in place, when there is no backup to restore.
+        run_copy(&home, relative, &["install", host[0], host[1]]);
+        fs::remove_file(backup(&path)).unwrap();
+        let done = home.run(&["uninstall", host[0], host[1]]);
+        assert_eq!(done.code(), 0, "{}\n{}", done.stdout, done.stderr);
+        let config: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(config["mcpServers"]["filesystem"]["command"], "npx");
+        assert_eq!(
+            config["mcpServers"]["filesystem"]["args"][1],
+            "@modelcontextprotocol/server-filesystem"
+        );
+    }
+}

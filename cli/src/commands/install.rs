@@ -23,7 +23,7 @@ use clap::{Args, FromArgMatches};
 
 use self::file::{Backup, FileError, Format, Plan, Undo};
 use self::hosts::{Host, Places};
-use self::wrap::{Action, ServerReport, Wrapper};
+use self::wrap::{Action, ServerReport, Wrapper, show_command};
 use super::Style;
 
 /// Put `drainpipe proxy` in front of every stdio MCP server your hosts start.
@@ -60,7 +60,9 @@ pub(crate) struct InstallArgs {
     /// The drainpipe binary to write as each server's command. Default: the
     /// absolute path of this binary, refused when it lies in a cargo build
     /// directory (target/debug, target/release) or a temporary directory,
-    /// where the host may not find it later. This option is taken as given.
+    /// where the host may not find it later; when it lies in npx's or uv's
+    /// package cache, `npx -y drainpipe@VERSION` or `uvx drainpipe@VERSION`
+    /// (this version) instead. This option is taken as given.
     #[arg(long, value_name = "PATH")]
     command: Option<String>,
 }
@@ -128,6 +130,7 @@ pub(crate) fn run_install(args: InstallArgs) -> i32 {
             return super::EXIT_USAGE;
         }
     };
+    let mut launcher = Vec::new();
     let command = match args.command {
         Some(command) => {
             if Path::new(&command).is_absolute() && !Path::new(&command).exists() {
@@ -136,7 +139,20 @@ pub(crate) fn run_install(args: InstallArgs) -> i32 {
             command
         }
         None => match own_path() {
-            Ok(command) => command,
+            Ok(Own::Binary(command)) => command,
+            Ok(Own::Cached { runner, exe }) => {
+                launcher = runner.launcher();
+                let command = runner.command();
+                println!(
+                    "This drainpipe runs from {}'s package cache ({exe}), which can be cleaned: \
+                     servers get `{}` instead of its path, the same version, fetched again \
+                     when the cache is gone (--command PATH writes a binary's path).",
+                    command,
+                    show_command(command, &launcher) + " proxy …",
+                );
+                println!();
+                command.to_string()
+            }
             // A dry run writes nothing, so it shows what a real run would
             // write from here, and why that run would refuse.
             Err(Refused {
@@ -155,6 +171,7 @@ pub(crate) fn run_install(args: InstallArgs) -> i32 {
     };
     let wrapper = Wrapper {
         command,
+        launcher,
         proxy_args,
     };
     run(Job::Install, &args.target, args.dry_run, &wrapper)
@@ -165,6 +182,7 @@ pub(crate) fn run_uninstall(args: UninstallArgs) -> i32 {
     let command = args.command.unwrap_or_else(|| "drainpipe".to_string());
     let wrapper = Wrapper {
         command,
+        launcher: Vec::new(),
         proxy_args: Vec::new(),
     };
     run(Job::Uninstall, &args.target, args.dry_run, &wrapper)
@@ -260,6 +278,7 @@ fn with_budget(wrapper: &Wrapper, host: Option<Host>) -> Wrapper {
     proxy_args.extend(["--clip".to_string(), chosen.clip.to_string()]);
     Wrapper {
         command: wrapper.command.clone(),
+        launcher: wrapper.launcher.clone(),
         proxy_args,
     }
 }
@@ -458,9 +477,86 @@ struct Refused {
     message: String,
 }
 
+/// What `install` writes for this binary.
+#[derive(Debug, PartialEq, Eq)]
+enum Own {
+    /// Its absolute path.
+    Binary(String),
+    /// A package runner's command: the binary lies in that runner's cache.
+    Cached { runner: Runner, exe: String },
+}
+
+/// A package runner that starts drainpipe from its own cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Runner {
+    /// npm's `npx` (the `drainpipe` package and its per-platform binary
+    /// package `@drainpipe/<os>-<cpu>`).
+    Npx,
+    /// uv's `uvx` (the `drainpipe` wheel).
+    Uvx,
+}
+
+impl Runner {
+    fn command(self) -> &'static str {
+        match self {
+            Runner::Npx => "npx",
+            Runner::Uvx => "uvx",
+        }
+    }
+
+    /// The runner's words before `proxy`: this very version, so a host
+    /// runs what was installed, not whatever is newest when it starts.
+    fn launcher(self) -> Vec<String> {
+        let package = format!("drainpipe@{}", env!("CARGO_PKG_VERSION"));
+        match self {
+            Runner::Npx => vec!["-y".to_string(), package],
+            Runner::Uvx => vec![package],
+        }
+    }
+}
+
+/// The runner whose cache `exe` lies in: npm's (a `_npx` directory, or a
+/// `node_modules/@drainpipe/…` package) or uv's (its cache's
+/// `archive-v*`/`builds-v*`, its `tools` directory, or under
+/// `UV_CACHE_DIR`/`UV_TOOL_DIR`).
+fn runner_of(exe: &Path, uv_dirs: &[PathBuf]) -> Option<Runner> {
+    let parts: Vec<String> = exe
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let npm = parts.iter().enumerate().any(|(at, part)| {
+        part == "_npx"
+            || (part == "node_modules"
+                && parts.get(at + 1).is_some_and(|next| next == "@drainpipe"))
+    });
+    if npm {
+        return Some(Runner::Npx);
+    }
+    let versioned = |part: &str, prefix: &str| {
+        part.strip_prefix(prefix)
+            .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let uv = parts
+        .iter()
+        .position(|part| part.eq_ignore_ascii_case("uv"))
+        .is_some_and(|at| {
+            parts[at + 1..].iter().any(|part| {
+                versioned(part, "archive-v") || versioned(part, "builds-v") || part == "tools"
+            })
+        });
+    if uv
+        || uv_dirs
+            .iter()
+            .any(|dir| !dir.as_os_str().is_empty() && exe.starts_with(dir))
+    {
+        return Some(Runner::Uvx);
+    }
+    None
+}
+
 /// This binary's absolute path, unless it lies where a host started later
-/// might not find it.
-fn own_path() -> Result<String, Refused> {
+/// might not find it; a runner's command when it lies in a runner's cache.
+fn own_path() -> Result<Own, Refused> {
     let exe = std::env::current_exe().map_err(|error| Refused {
         path: None,
         message: format!("cannot tell where the drainpipe binary is: {error} (say --command PATH)"),
@@ -471,6 +567,14 @@ fn own_path() -> Result<String, Refused> {
             message: format!("{} is not UTF-8 (say --command PATH)", exe.display()),
         });
     };
+    let uv_dirs: Vec<PathBuf> = ["UV_CACHE_DIR", "UV_TOOL_DIR"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .collect();
+    if let Some(runner) = runner_of(&exe, &uv_dirs) {
+        return Ok(Own::Cached { runner, exe: path });
+    }
     if let Some(why) = transient_location(&exe) {
         return Err(Refused {
             message: format!(
@@ -482,7 +586,7 @@ fn own_path() -> Result<String, Refused> {
             path: Some(path),
         });
     }
-    Ok(path)
+    Ok(Own::Binary(path))
 }
 
 /// Why `exe` is a poor path to write into a config: in a cargo build
@@ -558,6 +662,68 @@ mod tests {
         // This test's own binary lies in a cargo build directory.
         let exe = std::env::current_exe().unwrap();
         assert!(transient_location(&exe).is_some(), "{}", exe.display());
+    }
+
+    #[test]
+    fn binaries_in_npx_or_uv_caches_are_started_by_their_runner() {
+        for (path, runner) in [
+            (
+                "/home/me/.npm/_npx/6a9f2e/node_modules/@drainpipe/linux-x64/bin/drainpipe",
+                Runner::Npx,
+            ),
+            (
+                "/usr/lib/node_modules/drainpipe/node_modules/@drainpipe/linux-arm64/bin/drainpipe",
+                Runner::Npx,
+            ),
+            (
+                "/home/me/.cache/uv/archive-v0/Xy12ab/bin/drainpipe",
+                Runner::Uvx,
+            ),
+            (
+                "/Users/me/.cache/uv/builds-v0/.tmpAb/bin/drainpipe",
+                Runner::Uvx,
+            ),
+            (
+                "/home/me/.local/share/uv/tools/drainpipe/bin/drainpipe",
+                Runner::Uvx,
+            ),
+            ("/srv/uvcache/archive-v0/Xy/bin/drainpipe", Runner::Uvx),
+        ] {
+            let uv_dirs = [PathBuf::from("/srv/uvcache")];
+            assert_eq!(runner_of(Path::new(path), &uv_dirs), Some(runner), "{path}");
+        }
+        #[cfg(windows)]
+        for (path, runner) in [
+            (
+                r"C:\Users\me\AppData\Local\npm-cache\_npx\6a9f\node_modules\@drainpipe\win32-x64\bin\drainpipe.exe",
+                Runner::Npx,
+            ),
+            (
+                r"C:\Users\me\AppData\Local\uv\cache\archive-v0\Xy12\Scripts\drainpipe.exe",
+                Runner::Uvx,
+            ),
+        ] {
+            assert_eq!(runner_of(Path::new(path), &[]), Some(runner), "{path}");
+        }
+        for path in [
+            "/home/me/.cargo/bin/drainpipe",
+            "/home/me/venv/bin/drainpipe",
+            "/home/me/uv/archive/bin/drainpipe",
+            "/home/me/node_modules/.bin/drainpipe",
+        ] {
+            assert_eq!(runner_of(Path::new(path), &[]), None, "{path}");
+        }
+        assert_eq!(
+            Runner::Npx.launcher(),
+            [
+                "-y".to_string(),
+                format!("drainpipe@{}", env!("CARGO_PKG_VERSION"))
+            ]
+        );
+        assert_eq!(
+            Runner::Uvx.launcher(),
+            [format!("drainpipe@{}", env!("CARGO_PKG_VERSION"))]
+        );
     }
 
     #[test]

@@ -454,6 +454,7 @@ mod tests {
     fn wrapper(command: &str) -> Wrapper {
         Wrapper {
             command: command.to_string(),
+            launcher: Vec::new(),
             proxy_args: Vec::new(),
         }
     }
@@ -517,6 +518,7 @@ mod tests {
         fs::write(&path, ORIGINAL).unwrap();
         let used = Wrapper {
             command: "/opt/bin/drainpipe".into(),
+            launcher: Vec::new(),
             proxy_args: vec!["--clip".into(), "64KiB".into()],
         };
         let first = install(&path, &used);

@@ -192,7 +192,7 @@ fn edit(text: &str, dialect: Dialect, wrapper: &Wrapper, mode: Mode) -> Result<E
                 Mode::Unwrap => unwrap_entry(body, &target, wrapper, &mut splices, &mut changes),
             };
             let wrapper = match action {
-                Action::Unwrapped => original_command_index(&target.args)
+                Action::Unwrapped => original_command_index(&target.command, &target.args)
                     .ok()
                     .map(|at| wrapper_of(&target.command, &target.args, at)),
                 _ => None,
@@ -285,7 +285,7 @@ fn unwrap_entry(
     if !wrapper.is_wrapped(&target.command, &target.args) {
         return (Action::NotWrapped, shown);
     }
-    let at = match original_command_index(&target.args) {
+    let at = match original_command_index(&target.command, &target.args) {
         Ok(at) => at,
         Err(reason) => return (Action::Skipped(format!("cannot unwrap: {reason}")), shown),
     };
@@ -724,6 +724,7 @@ mod tests {
     fn wrapper() -> Wrapper {
         Wrapper {
             command: "/usr/local/bin/drainpipe".to_string(),
+            launcher: Vec::new(),
             proxy_args: Vec::new(),
         }
     }
@@ -849,6 +850,7 @@ mod tests {
     fn comments_trailing_commas_and_each_layout_survive() {
         let proxy = Wrapper {
             command: r"C:\Program Files\drainpipe\drainpipe.exe".to_string(),
+            launcher: Vec::new(),
             proxy_args: vec!["--clip".into(), "256KiB".into()],
         };
         let edit = round_trip(COMMENTED, Dialect::McpServers, &proxy);

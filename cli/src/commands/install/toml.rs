@@ -245,7 +245,7 @@ fn edit_entry(entry: &mut Entry<'_>, wrapper: &Wrapper, mode: Mode) -> Outcome {
         }
         Mode::Unwrap if !wrapped => (Action::NotWrapped, shown, None, None),
         Mode::Unwrap => {
-            let at = match original_command_index(&found.args) {
+            let at = match original_command_index(&found.command, &found.args) {
                 Ok(at) => at,
                 Err(reason) => {
                     return (
@@ -407,6 +407,7 @@ mod tests {
     fn wrapper() -> Wrapper {
         Wrapper {
             command: "/home/me/.cargo/bin/drainpipe".to_string(),
+            launcher: Vec::new(),
             proxy_args: vec!["--max-frame".into(), "8MiB".into()],
         }
     }

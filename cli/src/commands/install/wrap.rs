@@ -7,54 +7,125 @@ use std::fmt;
 /// How `install` rewrites a stdio server and how `uninstall` recognises one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Wrapper {
-    /// The drainpipe binary written as each server's new `command`.
+    /// The drainpipe binary written as each server's new `command`, or the
+    /// package runner (`npx`, `uvx`) that starts it.
     pub(crate) command: String,
+    /// The runner's words before `proxy` (`-y drainpipe@0.1.0` for npx,
+    /// `drainpipe@0.1.0` for uvx); empty for a binary.
+    pub(crate) launcher: Vec<String>,
     /// The words between `proxy` and `--` (already split, shell-like).
     pub(crate) proxy_args: Vec<String>,
 }
+
+/// The package runners a wrapped entry may start drainpipe through, by the
+/// file name of the command (`npx.cmd` on Windows).
+const RUNNERS: [&str; 2] = ["npx", "uvx"];
 
 impl Wrapper {
     /// The words that go in front of the original command:
     /// `proxy`, the proxy arguments, `--`.
     pub(crate) fn prefix(&self) -> Vec<String> {
-        let mut words = Vec::with_capacity(self.proxy_args.len() + 2);
+        let mut words = Vec::with_capacity(self.launcher.len() + self.proxy_args.len() + 2);
+        words.extend(self.launcher.iter().cloned());
         words.push("proxy".to_string());
         words.extend(self.proxy_args.iter().cloned());
         words.push("--".to_string());
         words
     }
 
-    /// Whether `command` names a drainpipe binary: this wrapper's own command,
-    /// or any path whose file name is `drainpipe` (`drainpipe.exe` on
-    /// Windows), with either kind of slash.
+    /// Whether `command` names a drainpipe binary: this wrapper's own command
+    /// (when it is a binary, not a runner), or any path whose file name is
+    /// `drainpipe` (`drainpipe.exe` on Windows), with either kind of slash.
     pub(crate) fn is_drainpipe(&self, command: &str) -> bool {
-        if command == self.command {
+        if command == self.command && self.launcher.is_empty() {
             return true;
         }
-        let name = command.rsplit(['/', '\\']).next().unwrap_or(command);
+        let name = file_name(command);
         name == "drainpipe" || name.eq_ignore_ascii_case("drainpipe.exe")
     }
 
     /// Whether a server is already behind drainpipe: its command is a
-    /// drainpipe binary and its first argument is `proxy`. Such a server is
-    /// left as it is by `install`, whatever proxy arguments it has.
+    /// drainpipe binary and its first argument is `proxy`, or its command is
+    /// `npx` or `uvx` running the drainpipe package with `proxy` next (see
+    /// [`proxy_index`]). Such a server is left as it is by `install`,
+    /// whatever proxy arguments it has.
     pub(crate) fn is_wrapped(&self, command: &str, args: &[String]) -> bool {
-        self.is_drainpipe(command) && args.first().is_some_and(|first| first == "proxy")
+        match proxy_index(command, args) {
+            Some(0) => self.is_drainpipe(command),
+            Some(_) => true,
+            None => false,
+        }
     }
 }
 
-/// Where the original command sits in the arguments of a wrapped server:
-/// the index of the word after the first `--` that follows `proxy`.
+/// A command's file name, whichever slash its path uses.
+fn file_name(command: &str) -> &str {
+    command.rsplit(['/', '\\']).next().unwrap_or(command)
+}
+
+/// Whether `command` is a package runner drainpipe can be started by.
+fn is_runner(command: &str) -> bool {
+    let name = file_name(command);
+    let stem = name
+        .rsplit_once('.')
+        .filter(|(_, extension)| {
+            ["cmd", "exe", "ps1"]
+                .iter()
+                .any(|e| extension.eq_ignore_ascii_case(e))
+        })
+        .map_or(name, |(stem, _)| stem);
+    RUNNERS
+        .iter()
+        .any(|runner| stem.eq_ignore_ascii_case(runner))
+}
+
+/// Whether `word` names the drainpipe package for a runner: `drainpipe`,
+/// `drainpipe@VERSION` (npm and uv) or `drainpipe==VERSION` (uv).
+fn is_package(word: &str) -> bool {
+    word == "drainpipe" || word.starts_with("drainpipe@") || word.starts_with("drainpipe==")
+}
+
+/// Where `proxy` is in a wrapped server's arguments: 0 when they start
+/// with it (the command is then a binary, [`Wrapper::is_drainpipe`] tells
+/// which); for `npx` or `uvx`, the word after the drainpipe package, when
+/// only the runner's options (words starting with `-`, and the value of
+/// uvx's `--from`) come before that package.
+fn proxy_index(command: &str, args: &[String]) -> Option<usize> {
+    if args.first().is_some_and(|first| first == "proxy") {
+        return Some(0);
+    }
+    if !is_runner(command) {
+        return None;
+    }
+    let mut at = 0;
+    while let Some(word) = args.get(at) {
+        if is_package(word) {
+            return (args.get(at + 1)? == "proxy").then_some(at + 1);
+        }
+        if !word.starts_with('-') {
+            return None;
+        }
+        // `uvx --from drainpipe==0.1.0 drainpipe proxy …` (or a wheel path).
+        at += if word == "--from" { 2 } else { 1 };
+    }
+    None
+}
+
+/// Where the original command sits in the arguments of a wrapped server
+/// (one [`Wrapper::is_wrapped`] accepts): the index of the word after the
+/// first `--` that follows `proxy`.
 ///
 /// A wrapped entry written by hand without `--` (the proxy accepts that) is
 /// not taken apart: telling the proxy's options from the server's command
 /// would need the proxy's option table, and a guess could cut the wrong word.
-pub(crate) fn original_command_index(args: &[String]) -> Result<usize, String> {
+pub(crate) fn original_command_index(command: &str, args: &[String]) -> Result<usize, String> {
+    let proxy = proxy_index(command, args)
+        .ok_or_else(|| "it does not run `drainpipe proxy`".to_string())?;
     let separator = args
         .iter()
-        .skip(1)
+        .skip(proxy + 1)
         .position(|word| word == "--")
-        .map(|at| at + 1)
+        .map(|at| at + proxy + 1)
         .ok_or_else(|| "its arguments have no `--` before the server command".to_string())?;
     if separator + 1 >= args.len() {
         return Err("nothing follows `--` in its arguments".to_string());
@@ -65,9 +136,11 @@ pub(crate) fn original_command_index(args: &[String]) -> Result<usize, String> {
 /// The wrapper a wrapped server's arguments show, given where its original
 /// command is ([`original_command_index`]).
 pub(crate) fn wrapper_of(command: &str, args: &[String], original: usize) -> Wrapper {
+    let proxy = proxy_index(command, args).unwrap_or(0);
     Wrapper {
         command: command.to_string(),
-        proxy_args: args[1..original - 1].to_vec(),
+        launcher: args[..proxy].to_vec(),
+        proxy_args: args[proxy + 1..original - 1].to_vec(),
     }
 }
 
@@ -224,6 +297,7 @@ mod tests {
     fn wrapper() -> Wrapper {
         Wrapper {
             command: "/opt/dp/bin/dp".to_string(),
+            launcher: Vec::new(),
             proxy_args: vec!["--clip".to_string(), "256KiB".to_string()],
         }
     }
@@ -263,16 +337,111 @@ mod tests {
 
     #[test]
     fn the_original_command_follows_the_first_separator() {
+        let index = |command: &str, args: &[&str]| original_command_index(command, &words(args));
         assert_eq!(
-            original_command_index(&words(&["proxy", "--", "npx", "--", "-y"])),
+            index("drainpipe", &["proxy", "--", "npx", "--", "-y"]),
             Ok(2)
         );
         assert_eq!(
-            original_command_index(&words(&["proxy", "--clip", "4KiB", "--", "uvx"])),
+            index("drainpipe", &["proxy", "--clip", "4KiB", "--", "uvx"]),
             Ok(4)
         );
-        assert!(original_command_index(&words(&["proxy", "npx"])).is_err());
-        assert!(original_command_index(&words(&["proxy", "--"])).is_err());
+        assert!(index("drainpipe", &["proxy", "npx"]).is_err());
+        assert!(index("drainpipe", &["proxy", "--"]).is_err());
+        assert_eq!(
+            index("npx", &["-y", "drainpipe@0.1.0", "proxy", "--", "uvx", "x"]),
+            Ok(4)
+        );
+        assert_eq!(
+            index(
+                "uvx",
+                &["drainpipe@0.1.0", "proxy", "--clip", "1MB", "--", "s"]
+            ),
+            Ok(5)
+        );
+    }
+
+    #[test]
+    fn drainpipe_started_by_npx_or_uvx_is_recognised_as_wrapped() {
+        // A binary wrapper recognises runner entries too (uninstall from a
+        // cargo-installed drainpipe), and a runner wrapper recognises binaries.
+        let runner = Wrapper {
+            command: "npx".to_string(),
+            launcher: words(&["-y", "drainpipe@0.1.0"]),
+            proxy_args: Vec::new(),
+        };
+        for wrapper in [wrapper(), runner.clone()] {
+            for (command, args) in [
+                ("npx", &["-y", "drainpipe@0.1.0", "proxy", "--", "x"][..]),
+                ("npx", &["drainpipe", "proxy", "--", "x"]),
+                (
+                    r"C:\Program Files\nodejs\npx.cmd",
+                    &["--yes", "drainpipe@latest", "proxy", "--", "x"],
+                ),
+                (
+                    "uvx",
+                    &["drainpipe@0.2.0", "proxy", "--clip", "1MB", "--", "x"],
+                ),
+                (
+                    "/home/me/.local/bin/uvx",
+                    &[
+                        "--from",
+                        "drainpipe==0.1.0",
+                        "drainpipe",
+                        "proxy",
+                        "--",
+                        "x",
+                    ],
+                ),
+                ("drainpipe", &["proxy", "--", "x"]),
+            ] {
+                assert!(
+                    wrapper.is_wrapped(command, &words(args)),
+                    "{command} {args:?}"
+                );
+            }
+            for (command, args) in [
+                (
+                    "npx",
+                    &["-y", "@modelcontextprotocol/server-everything"][..],
+                ),
+                ("npx", &["-y", "drainpipe@0.1.0", "check", "--", "x"]),
+                ("npx", &["some-server", "drainpipe", "proxy"]),
+                ("uvx", &["drainpipes", "proxy", "--", "x"]),
+                ("npm", &["exec", "drainpipe", "proxy", "--", "x"]),
+                ("uvx", &["drainpipe"]),
+            ] {
+                assert!(
+                    !wrapper.is_wrapped(command, &words(args)),
+                    "{command} {args:?}"
+                );
+            }
+        }
+        // The runner itself is no drainpipe binary.
+        assert!(!runner.is_wrapped("npx", &words(&["proxy", "--", "x"])));
+        let args = words(&[
+            "-y",
+            "drainpipe@0.1.0",
+            "proxy",
+            "--clip",
+            "1MB",
+            "--",
+            "s",
+            "a",
+        ]);
+        let at = original_command_index("npx", &args).unwrap();
+        assert_eq!(
+            wrapper_of("npx", &args, at),
+            Wrapper {
+                command: "npx".to_string(),
+                launcher: words(&["-y", "drainpipe@0.1.0"]),
+                proxy_args: words(&["--clip", "1MB"]),
+            }
+        );
+        assert_eq!(
+            runner.prefix(),
+            words(&["-y", "drainpipe@0.1.0", "proxy", "--"])
+        );
     }
 
     #[test]
