@@ -333,10 +333,21 @@ fn a_cut_array_reports_its_rest_one_element_a_line() {
             .filter_map(|b| b["text"].as_str())
             .find(|t| t.starts_with("[drainpipe]"))
             .unwrap();
-        assert!(
-            notice.contains("of an array, the items left out"),
-            "{notice}"
-        );
+        // The notice counts each array's items and says where its rest is.
+        for (rest, pointer, whole) in [
+            (rests[0], "content", &blocks),
+            (rests[1], "structuredContent/matches", &matches),
+        ] {
+            let SpillKind::Elements { first } = rest.spilled.kind else {
+                unreachable!()
+            };
+            let said = format!(
+                "{pointer}: kept {first} of {} items, the rest from item {first} at test://v/{}",
+                whole.len(),
+                rest.spilled.value
+            );
+            assert!(notice.contains(&said), "{said}: {notice}");
+        }
     }
 }
 
@@ -379,13 +390,11 @@ fn under_keep_ends_a_cut_array_keeps_its_last_elements_too() {
             let marker = &value["result"]["_meta"]["io.drainpipe/truncated"];
             assert_eq!(marker["cut"][0], "/structuredContent/entries");
             let notice = value["result"]["content"][1]["text"].as_str().unwrap();
-            assert!(
-                notice.contains(&format!(
-                    "/structuredContent/entries kept {} of 5000 items",
-                    kept.len()
-                )),
-                "{notice}"
+            let said = format!(
+                "structuredContent/entries: kept {} of 5000 items (the first {first} and the last {last}), the rest from item {first} at test://v/0",
+                kept.len()
             );
+            assert!(notice.contains(&said), "{said}: {notice}");
             // The rest is reported from the first element not kept at the
             // beginning, one element a line: none is missing from both.
             let rest = spilled

@@ -15,8 +15,9 @@
 use alloc::vec::Vec;
 
 use super::ends::{Keep, Tail};
+use super::leave_out::SHORT_SHARE;
 use super::room::Tracked;
-use super::{Condenser, MAX_LINKS, MAX_TRACKED, SHORT_STRING, SLACK, Spill, SpillKind};
+use super::{Condenser, MAX_TRACKED, SHORT_STRING, SLACK, Spill, SpillKind};
 
 impl Condenser {
     /// Raw contents of the current text, not cut yet: written up to its
@@ -28,6 +29,7 @@ impl Condenser {
     /// candidates are checked up to the limit and the byte after it, and a
     /// candidate dropped by a byte changes the limit from that byte on.
     pub(super) fn text_content(&mut self, mut piece: &[u8], spill: &mut dyn FnMut(Spill<'_>)) {
+        let whole_piece = piece;
         loop {
             let room = self.room();
             let Some(s) = self.string.as_mut() else {
@@ -71,6 +73,21 @@ impl Condenser {
             if give < want && self.texts.len() < MAX_TRACKED && self.give_room(spill) {
                 continue;
             }
+            // A short text, or one no link is left for, is not cut in an
+            // array's element: the element is left out whole, from the
+            // start of this piece (what was written of it is taken back).
+            let read = self.string.as_ref().map_or(0, |s| s.read());
+            let short = read < (self.budget / SHORT_SHARE) as u64;
+            let unlinked = self.linking && !self.link_free();
+            if short || unlinked {
+                let written = whole_piece.len() - piece.len();
+                let at = self.out.len() - written;
+                let kept = self.out.split_off(at);
+                if self.leave_out_element() {
+                    return;
+                }
+                self.out.extend_from_slice(&kept);
+            }
             self.cut_text(limit, piece, spill);
             return;
         }
@@ -81,6 +98,7 @@ impl Condenser {
     /// mirrors are cut to the same prefix, even where they were kept longer
     /// (or whole) because they came first.
     fn cut_text(&mut self, limit: usize, piece: &[u8], spill: &mut dyn FnMut(Spill<'_>)) {
+        let linked = self.link_free();
         let Some(s) = self.string.as_mut() else {
             return;
         };
@@ -88,8 +106,7 @@ impl Condenser {
         // What was read of it is what was written and `piece`: copied
         // before it is shortened, and reported after the mirrors it
         // shrinks (one value open at a time).
-        let head =
-            (self.linking && self.spilled.len() < MAX_LINKS).then(|| self.out[start..].to_vec());
+        let head = linked.then(|| self.out[start..].to_vec());
         let boundary = unit_boundary(&self.out[start..], limit);
         if self.keep != Keep::Head {
             // Its end starts with what was written past the cut, then
@@ -101,6 +118,7 @@ impl Condenser {
         }
         self.out.truncate(start + boundary);
         s.cut = true;
+        self.inner_cuts += 1;
         let candidates = s.candidates;
         let plan: Vec<(usize, usize)> = (0..self.texts.len())
             .filter(|bit| candidates & (1 << bit) != 0)

@@ -17,8 +17,8 @@ use core::fmt::Write as _;
 use super::record::{NOTICE_END, NOTICE_HEAD};
 use super::walk::Role;
 use super::{
-    Condenser, Digits, LINK_NOTICE, LINK_ROOM, Link, Links, MAX_LINK_FIELD, MAX_LINKS, NOTICE_SLOT,
-    Spill, SpillKind, Spilled,
+    Condenser, Digits, LINK_NOTICE, LINK_ROOM, Link, Links, MAX_LINK_FIELD, NOTICE_SLOT, Spill,
+    SpillKind, Spilled,
 };
 
 impl Condenser {
@@ -146,7 +146,7 @@ impl Condenser {
     /// Numbers a value to report, if links are on and there is room for
     /// its link.
     pub(super) fn number_spilled(&mut self, kind: SpillKind, pointer: Vec<u8>) -> Option<u32> {
-        if !self.linking || self.spilled.len() >= MAX_LINKS {
+        if !self.link_free() {
             return None;
         }
         let value = self.spilled.len() as u32;
@@ -243,11 +243,16 @@ impl Links {
 
     /// Writes into `frame` (the one it came with) the notice and a
     /// `resource_link` block for each value `link` gives a place for; the
-    /// notice then says they are linked, and `how` they are read (e.g.
-    /// "read it with resources/read"; at most 100 bytes of plain ASCII, else
-    /// left out). A value left without a link (or whose link does not fit)
-    /// is still said to be cut. Returns how many links were written.
-    /// Calling it again rewrites the room.
+    /// notice then says where the rest of each cut array is and that the
+    /// values are linked, and `how` they are read (e.g. "read it with
+    /// resources/read"; at most 100 bytes of plain ASCII, else left out).
+    /// A value left without a link (or whose link does not fit) is still
+    /// said to be cut, an array with how many items it left out. Returns how
+    /// many links were written. Calling it again rewrites the room.
+    ///
+    /// The notice with links is at most [`LINK_NOTICE`] bytes longer than
+    /// without: a caller measuring the result before its links are known
+    /// counts that much more.
     pub fn fill<'u>(
         &self,
         frame: &mut [u8],
@@ -259,7 +264,8 @@ impl Links {
         };
         let mut blocks = Vec::new();
         let mut linked = 0;
-        let mut rests = false;
+        // Where each cut array's rest is: its pointer, first item and URI.
+        let mut rests: Vec<(&str, u64, &str)> = Vec::new();
         for value in &self.values {
             let Some(place) = link(value) else {
                 continue;
@@ -272,34 +278,31 @@ impl Links {
             }
             blocks.extend_from_slice(&block);
             linked += 1;
-            rests |= matches!(value.kind, SpillKind::Elements { .. });
+            if let SpillKind::Elements { first } = value.kind {
+                rests.push((&value.pointer, first, place.uri));
+            }
         }
-        let mut text = Vec::with_capacity(self.len);
-        if self.comma {
-            text.push(b',');
-        }
-        text.extend_from_slice(NOTICE_HEAD);
-        text.extend_from_slice(&self.notice);
-        if linked > 0 {
+        let plain = self.notice(&[], &[], NOTICE_SLOT);
+        let text = if linked == 0 {
+            plain
+        } else {
             let mut sentence = Vec::with_capacity(LINK_NOTICE);
             let _ = write!(
                 Digits(&mut sentence),
                 ". The full value of {linked} of them is linked below (resource_link)"
             );
-            if rests {
-                sentence.extend_from_slice(b" (of an array, the items left out)");
-            }
-            let plain = how.len() <= 100
+            let plain_how = how.len() <= 100
                 && how
                     .bytes()
                     .all(|c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\');
-            if plain && !how.is_empty() && sentence.len() + 2 + how.len() <= LINK_NOTICE {
+            if plain_how && !how.is_empty() {
                 sentence.extend_from_slice(b": ");
                 sentence.extend_from_slice(how.as_bytes());
             }
-            text.extend_from_slice(&sentence);
-        }
-        text.extend_from_slice(NOTICE_END);
+            let cap = (plain.len() + LINK_NOTICE).min(room.len() - blocks.len());
+            self.notice(&rests, &sentence, cap)
+        };
+        let mut text = text;
         text.extend_from_slice(&blocks);
         if text.len() > room.len() {
             return 0;
@@ -307,6 +310,44 @@ impl Links {
         room[..text.len()].copy_from_slice(&text);
         room[text.len()..].fill(b' ');
         linked
+    }
+
+    /// The notice block (with its leading comma) in at most `cap` bytes:
+    /// its first sentence, the cuts listed while they fit (an array with
+    /// where its rest is, from `rests`, where that fits too), `sentence`.
+    fn notice(&self, rests: &[(&str, u64, &str)], sentence: &[u8], cap: usize) -> Vec<u8> {
+        let mut text = Vec::with_capacity(cap);
+        if self.comma {
+            text.push(b',');
+        }
+        text.extend_from_slice(NOTICE_HEAD);
+        text.extend_from_slice(&self.head);
+        // The sentence about the links is kept if it fits at all.
+        let sentence = if text.len() + sentence.len() + NOTICE_END.len() <= cap {
+            sentence
+        } else {
+            &[]
+        };
+        let fixed = sentence.len() + NOTICE_END.len();
+        for (n, cut) in self.listed.iter().enumerate() {
+            let rest = rests
+                .iter()
+                .find(|(pointer, _, _)| cut.is_array_at(pointer))
+                .map(|&(_, first, uri)| (first, uri));
+            let with_rest = cut.said(n == 0, rest);
+            let item = if text.len() + with_rest.len() + fixed <= cap || rest.is_none() {
+                with_rest
+            } else {
+                cut.said(n == 0, None)
+            };
+            if text.len() + item.len() + fixed > cap {
+                break;
+            }
+            text.extend_from_slice(&item);
+        }
+        text.extend_from_slice(sentence);
+        text.extend_from_slice(NOTICE_END);
+        text
     }
 }
 

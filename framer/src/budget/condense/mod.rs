@@ -111,6 +111,7 @@ mod cut;
 mod ends;
 mod ladder;
 mod last;
+mod leave_out;
 mod links;
 mod record;
 mod room;
@@ -128,6 +129,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use last::LastElements;
+use leave_out::LeftOut;
 use links::ElementsStep;
 use record::Cut;
 use room::Tracked;
@@ -193,9 +195,10 @@ pub const MAX_LINKS: usize = 8;
 /// Bytes kept back, with links, for one `resource_link` block (a longer
 /// block is not written).
 const LINK_ROOM: usize = 320;
-/// Bytes kept back, with links, for the notice's sentence about them: the
-/// most [`Links::fill`] adds to the notice's text.
-pub const LINK_NOTICE: usize = 176;
+/// Bytes kept back, with links, for what [`Links::fill`] adds to the
+/// notice's text: where each array's rest is, and a sentence about the
+/// links. The most it adds.
+pub const LINK_NOTICE: usize = 256;
 /// Bytes kept back, with links, for the links and their sentence, in the
 /// notice's slot.
 const LINKS_SLOT: usize = LINK_NOTICE + MAX_LINKS * LINK_ROOM;
@@ -367,8 +370,10 @@ pub struct Links {
     len: usize,
     /// The room starts with a `,` (the block follows others).
     comma: bool,
-    /// The notice's text up to its closing sentence.
-    notice: Vec<u8>,
+    /// The notice's first sentence, up to its list of cuts.
+    head: Vec<u8>,
+    /// The cuts it lists, arrays first.
+    listed: Vec<Cut>,
     values: Vec<Spilled>,
 }
 
@@ -448,6 +453,16 @@ pub struct Condenser {
     /// The budget the notice names, when it is not this byte budget (a
     /// [`Ladder`]'s rung names the budget in characters or tokens).
     stated: Option<super::Clip>,
+    /// Where in the piece being read the write under way started: an
+    /// element left out then is reported from there (`leave_out.rs`).
+    at: usize,
+    /// An element just left out, until `scan` reports it.
+    left_out: Option<LeftOut>,
+    /// A comma read before a member or element is being written.
+    unwritten_comma: bool,
+    /// Cuts made where the walk stands (not shrinks of earlier texts): an
+    /// element that holds one is not left out.
+    inner_cuts: u64,
 }
 
 impl Condenser {
@@ -488,6 +503,10 @@ impl Condenser {
             spilled: Vec::new(),
             notice_len: NOTICE_SLOT,
             stated: None,
+            at: 0,
+            left_out: None,
+            unwritten_comma: false,
+            inner_cuts: 0,
         })
     }
 

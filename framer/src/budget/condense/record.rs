@@ -23,13 +23,16 @@ use super::{
 };
 
 /// A cut value, for the marker and the notice.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct Cut {
     pointer: Vec<u8>,
     pub(super) kept: u64,
     original: u64,
     /// What `kept` and `original` count: "bytes" (on the wire) or "items".
     unit: &'static str,
+    /// Items: how many of those kept are the array's first (the others are
+    /// its last, under `Keep::Ends`).
+    first: u64,
 }
 
 impl Condenser {
@@ -38,7 +41,15 @@ impl Condenser {
         self.record_as(pointer, kept, original, "bytes")
     }
 
-    pub(super) fn record_as(
+    /// Counts a cut array that keeps its `first` items and `kept` in all
+    /// (its last ones after them) of `original`.
+    pub(super) fn record_items(&mut self, pointer: Vec<u8>, first: u64, kept: u64, original: u64) {
+        if let Some(at) = self.record_as(pointer, kept, original, ITEMS) {
+            self.cuts[at].first = first;
+        }
+    }
+
+    fn record_as(
         &mut self,
         pointer: Vec<u8>,
         kept: u64,
@@ -54,6 +65,7 @@ impl Condenser {
             kept,
             original,
             unit,
+            first: kept,
         });
         Some(self.cuts.len() - 1)
     }
@@ -94,10 +106,10 @@ impl Condenser {
         }
         let at = self.notice_slot?;
         let comma = self.out[at] == b',';
-        let mut body = Vec::with_capacity(NOTICE_SLOT);
+        let mut head = Vec::with_capacity(NOTICE_SLOT);
         let _ = match self.stated {
             Some(clip) => write!(
-                Digits(&mut body),
+                Digits(&mut head),
                 "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} {} (it was {} bytes): {} value(s) cut, {}",
                 clip.amount,
                 match clip.unit {
@@ -110,7 +122,7 @@ impl Condenser {
                 self.keep.says()
             ),
             None => write!(
-                Digits(&mut body),
+                Digits(&mut head),
                 "[drainpipe] This result was cut to {kept} bytes to fit a budget of {} (it was {} bytes): {} value(s) cut, {}",
                 self.budget,
                 self.fed,
@@ -118,33 +130,69 @@ impl Condenser {
                 self.keep.says()
             ),
         };
-        for (n, cut) in self.cuts.iter().enumerate() {
-            let mut item = Vec::new();
-            let _ = write!(
-                Digits(&mut item),
-                "{}{} kept {} of {} {}",
-                if n == 0 { ": " } else { "; " },
-                String::from_utf8_lossy(&cut.pointer),
-                cut.kept,
-                cut.original,
-                cut.unit
-            );
-            if NOTICE_HEAD.len() + body.len() + item.len() + NOTICE_END.len() + 1 > NOTICE_SLOT {
-                break;
-            }
-            body.extend_from_slice(&item);
-        }
+        // Arrays first: a list shortened is what an agent must not miss.
+        let mut listed = core::mem::take(&mut self.cuts);
+        listed.sort_by_key(|cut| cut.unit != ITEMS);
         let links = Links {
             at,
             len: self.notice_len,
             comma,
-            notice: body,
+            head,
+            listed,
             values: self.spilled.drain(..).map(|(spilled, _)| spilled).collect(),
         };
         links.fill(&mut self.out, "", |_| None);
         self.linking.then_some(links)
     }
 }
+
+impl Cut {
+    /// How the notice lists it: `content: kept 38 of 5000 items`, and for
+    /// an array whose rest is not linked, how many items were left out.
+    pub(super) fn said(&self, first: bool, rest: Option<(u64, &str)>) -> Vec<u8> {
+        let mut item = Vec::new();
+        let name = self.pointer.strip_prefix(b"/").unwrap_or(&self.pointer);
+        let _ = write!(
+            Digits(&mut item),
+            "{}{}: kept {} of {} {}",
+            if first { ": " } else { "; " },
+            String::from_utf8_lossy(name),
+            self.kept,
+            self.original,
+            self.unit
+        );
+        if self.unit == ITEMS && self.first < self.kept {
+            let _ = write!(
+                Digits(&mut item),
+                " (the first {} and the last {})",
+                self.first,
+                self.kept - self.first
+            );
+        }
+        match rest {
+            Some((from, uri)) => {
+                let _ = write!(Digits(&mut item), ", the rest from item {from} at {uri}");
+            }
+            None if self.unit == ITEMS => {
+                let _ = write!(
+                    Digits(&mut item),
+                    " ({} left out)",
+                    self.original.saturating_sub(self.kept)
+                );
+            }
+            None => {}
+        }
+        item
+    }
+
+    /// Whether it is the array at `pointer`.
+    pub(super) fn is_array_at(&self, pointer: &str) -> bool {
+        self.unit == ITEMS && self.pointer == pointer.as_bytes()
+    }
+}
+
+/// The unit of a cut array's counts.
+pub(super) const ITEMS: &str = "items";
 
 /// The notice block's start, and its end when nothing is linked.
 pub(super) const NOTICE_HEAD: &[u8] = b"{\"type\":\"text\",\"text\":\"";

@@ -17,6 +17,7 @@ use alloc::vec::Vec;
 
 use super::cut::unit_boundary;
 use super::ends::{Keep, Tail};
+use super::leave_out::SHORT_SHARE;
 use super::{CondenseError, Condenser, FREE_SHARE, SHORT_STRING, SLACK, Spill, SpillKind};
 
 /// A text in the output that may be cut shorter later: a cut text (to give
@@ -65,6 +66,10 @@ impl Condenser {
             return Ok(());
         }
         if !self.make_room(bytes.len(), 0) {
+            // In an array's element, the element is left out whole.
+            if self.leave_out_element() {
+                return Ok(());
+            }
             return Err(CondenseError::Overflow { at: self.fed });
         }
         self.out.extend_from_slice(bytes);
@@ -99,12 +104,17 @@ impl Condenser {
     /// The tracked texts that may be shrunk to give room, as (index,
     /// length), longer than `floor`: cut ones, and with `whole` those kept
     /// whole too (reported for spilling when they are shrunk, so only where
-    /// that can be reported: for a text that needs room).
+    /// that can be reported: for a text that needs room, and with links
+    /// only while one is left). A short text is never shrunk: a fragment of
+    /// it would say nothing (`SHORT_SHARE`).
     pub(super) fn shrinkable(&self, whole: bool, floor: usize) -> Vec<(usize, usize)> {
+        let whole = whole && (!self.linking || self.link_free());
+        let short = (self.budget / SHORT_SHARE) as u64;
         self.texts
             .iter()
             .enumerate()
             .filter(|(_, m)| !m.dead && !m.fixed && m.len > floor && (whole || !m.whole))
+            .filter(|(_, m)| m.original >= short)
             .map(|(bit, m)| (bit, m.len))
             .collect()
     }
@@ -261,6 +271,9 @@ impl Condenser {
         }
         for level in &mut self.stack {
             moved(&mut level.block_start);
+            if let Some(mark) = level.element.as_mut() {
+                mark.moved(&moved);
+            }
         }
         if let Some(s) = self.string.as_mut() {
             moved(&mut s.out_start);

@@ -17,8 +17,7 @@ use super::ends::{Decoded, Keep, Tail};
 use super::room::Tracked;
 use super::walk::{Mode, Role};
 use super::{
-    CondenseError, Condenser, MAX_CAPTURE, MAX_LINKS, MAX_TRACKED, SHORT_STRING, SLACK, Spill,
-    SpillKind,
+    CondenseError, Condenser, MAX_CAPTURE, MAX_TRACKED, SHORT_STRING, SLACK, Spill, SpillKind,
 };
 
 /// How a string value is treated.
@@ -69,6 +68,21 @@ pub(super) struct Str {
     pub(super) tail: Option<Tail>,
 }
 
+impl Str {
+    /// Its element was left out: nothing more of it is written. Returns
+    /// whether it was written until now (its closing quote kept back).
+    pub(super) fn mute(&mut self) -> bool {
+        let written = self.policy != Policy::Muted;
+        self.policy = Policy::Muted;
+        written
+    }
+
+    /// Raw bytes of its contents read so far.
+    pub(super) fn read(&self) -> u64 {
+        self.len
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Capture {
     None,
@@ -78,6 +92,10 @@ enum Capture {
 
 impl Condenser {
     pub(super) fn start_string(&mut self, segment: Vec<u8>) -> Result<(), CondenseError> {
+        if !self.muted() {
+            self.whole(b"\"")?;
+        }
+        // Writing the quote may have left out the element it starts.
         let muted = self.muted();
         let parent = self.stack.last();
         let role = parent.map_or(Role::Top, |l| l.role);
@@ -108,7 +126,6 @@ impl Condenser {
             _ => (text, None),
         };
         if !muted {
-            self.whole(b"\"")?;
             // The closing quote is kept back with the string.
             self.reserve += 1;
         }
@@ -140,15 +157,18 @@ impl Condenser {
         Ok(())
     }
 
-    /// Bytes inside a string value; returns how many were taken (up to and
-    /// including the closing quote).
+    /// The bytes of `bytes` from `i` inside a string value; returns where
+    /// the string's bytes in it end (after its closing quote, or the end).
+    /// `at` follows the first byte of each piece written, for an element
+    /// left out while it is (`leave_out.rs`).
     pub(super) fn string_bytes(
         &mut self,
         bytes: &[u8],
+        mut i: usize,
         spill: &mut dyn FnMut(Spill<'_>),
     ) -> Result<usize, CondenseError> {
-        let mut i = 0;
         loop {
+            self.at = i;
             if self.mode == Mode::InStringEscape {
                 if i >= bytes.len() {
                     return Ok(i);
@@ -156,6 +176,7 @@ impl Condenser {
                 self.content(&bytes[i..i + 1], spill)?;
                 self.mode = Mode::InString;
                 i += 1;
+                self.at = i;
             }
             let rest = &bytes[i..];
             match memchr::memchr2(b'"', b'\\', rest) {
@@ -170,7 +191,8 @@ impl Condenser {
                         self.end_string(spill)?;
                         return Ok(i);
                     }
-                    self.content(b"\\", spill)?;
+                    self.at = i - 1;
+                    self.content(&rest[k..k + 1], spill)?;
                     self.mode = Mode::InStringEscape;
                 }
             }
@@ -215,6 +237,9 @@ impl Condenser {
             Policy::Muted => Ok(()),
             Policy::Whole => {
                 if !self.make_room(piece.len(), 0) {
+                    if self.leave_out_element() {
+                        return Ok(());
+                    }
                     return Err(CondenseError::Overflow { at: self.fed });
                 }
                 self.out.extend_from_slice(piece);
@@ -226,18 +251,25 @@ impl Condenser {
                 // a value that does not fit even so is left out, and what
                 // they gave may stay unused.
                 let fits = piece.len() <= room || self.make_room(piece.len(), self.budget / 2);
+                // With no link left for it, its block is left out whole
+                // (the rest of `content` is linked) rather than replaced.
+                let linked = self.link_free();
+                if !fits && self.linking && !linked && self.leave_out_element() {
+                    return Ok(());
+                }
                 let Some(s) = self.string.as_mut() else {
                     return Ok(());
                 };
                 if !fits {
                     // Never broken base64: the block is replaced.
                     s.cut = true;
+                    self.inner_cuts += 1;
                     if let Some(block) = self.stack.iter_mut().rev().find(|l| l.role == Role::Block)
                     {
                         block.replace = true;
                         self.replacing = true;
                     }
-                    if self.linking && self.spilled.len() < MAX_LINKS {
+                    if linked {
                         let head = self.out[s.out_start..].to_vec();
                         self.spill_cut(SpillKind::Binary, &head, piece, spill);
                     }

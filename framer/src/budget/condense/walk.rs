@@ -18,6 +18,7 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 
 use super::last::LastElements;
+use super::leave_out::ElementMark;
 use super::links::{ElementsStep, media_type};
 use super::record::replacement_text;
 use super::{
@@ -80,7 +81,7 @@ pub(super) enum Role {
 
 impl Role {
     /// Whether values here may be cut.
-    fn cuttable(self) -> bool {
+    pub(super) fn cuttable(self) -> bool {
         !matches!(self, Role::Top | Role::Outside | Role::Meta)
     }
 }
@@ -90,22 +91,26 @@ impl Role {
 pub(super) struct Level {
     pub(super) object: bool,
     pub(super) role: Role,
-    /// Opened while muted: nothing of it is written, nothing reserved.
-    muted: bool,
+    /// Opened while muted (or its element was left out since): nothing of
+    /// it is written, nothing reserved.
+    pub(super) muted: bool,
     /// Elements (arrays) or members (objects) started so far.
-    index: u64,
+    pub(super) index: u64,
     /// Elements or members written so far.
-    written: u64,
+    pub(super) written: u64,
     /// The current member's key (objects), raw, at most `MAX_KEY` bytes.
     pub(super) key: Vec<u8>,
     pub(super) key_too_long: bool,
     /// The JSON Pointer segment of this level's own position.
     segment: Vec<u8>,
     /// Arrays: cut; the remaining elements are read but not written.
-    cut: bool,
+    pub(super) cut: bool,
     /// Arrays whose last elements are kept (`last.rs`): where the array
     /// starts in the output, and the bytes its first elements may take.
-    first_share: Option<(usize, usize)>,
+    pub(super) first_share: Option<(usize, usize)>,
+    /// Arrays: where the element being written started, to leave it out
+    /// whole (`leave_out.rs`).
+    pub(super) element: Option<ElementMark>,
     /// Blocks: where the block starts in the output, and whether its
     /// binary value did not fit (the block is then replaced).
     pub(super) block_start: usize,
@@ -137,6 +142,7 @@ impl Level {
             segment,
             cut: false,
             first_share: None,
+            element: None,
             block_start: 0,
             replace: false,
             block_type: Vec::new(),
@@ -166,9 +172,10 @@ impl Condenser {
         // elements start (`last.rs`).
         let mut last_from = 0;
         while i < bytes.len() {
+            self.at = i;
             match self.mode {
                 Mode::InString | Mode::InStringEscape => {
-                    i += self.string_bytes(&bytes[i..], spill)?;
+                    i = self.string_bytes(bytes, i, spill)?;
                 }
                 Mode::InKey => {
                     let rest = &bytes[i..];
@@ -214,6 +221,9 @@ impl Condenser {
                         run = self.keep_last(bytes, last_from, i, run, spill);
                     }
                     self.step(bytes[i])?;
+                    if self.left_out.is_some() {
+                        run = self.report_left_out(spill);
+                    }
                     if let Some(step) = self.elements_step.take() {
                         run = self.report_elements(step, bytes, i, run, spill);
                     }
@@ -225,7 +235,13 @@ impl Condenser {
                         i
                     };
                     i += 1;
+                    continue;
                 }
+            }
+            // An element left out while a string, a key or a scalar was
+            // read: its rest is reported from where the write began.
+            if self.left_out.is_some() {
+                run = self.report_left_out(spill);
             }
         }
         if self.last.is_some() {
@@ -256,8 +272,10 @@ impl Condenser {
                 self.key.clear();
                 self.key_too_long = false;
                 if !self.muted() {
-                    let comma = core::mem::take(&mut self.comma_pending);
-                    self.whole(if comma { b",\"" } else { b"\"" })?;
+                    if core::mem::take(&mut self.comma_pending) {
+                        self.comma()?;
+                    }
+                    self.whole(b"\"")?;
                 }
                 self.comma_pending = false;
                 if let Some(level) = self.stack.last_mut() {
@@ -398,6 +416,7 @@ impl Condenser {
             if let Some(level) = self.stack.last_mut() {
                 level.index += 1;
                 level.cut = true;
+                self.inner_cuts += 1;
                 self.last = Some(LastElements::new(depth, pointer, level.index - 1, limit));
             }
         } else if let Some(level) = self.stack.last_mut()
@@ -409,6 +428,7 @@ impl Condenser {
             }
             if cut_here {
                 level.cut = true;
+                self.inner_cuts += 1;
                 let first = level.index - 1;
                 self.begin_elements(first);
             } else if self.elements.is_some_and(|(_, at)| at == depth) {
@@ -419,9 +439,14 @@ impl Condenser {
         let muted = self.muted();
         if !muted && let Some(level) = self.stack.last_mut() {
             level.written += 1;
-            if comma && !level.object {
-                self.whole(b",")?;
+            let array = !level.object;
+            if array && level.role.cuttable() {
+                self.mark_element();
             }
+            if comma && array {
+                self.comma()?;
+            }
+            self.element_body_starts();
         }
         let segment = self.segment();
         match b {
@@ -439,11 +464,24 @@ impl Condenser {
         }
     }
 
+    /// Writes a comma read before an element or member.
+    fn comma(&mut self) -> Result<(), CondenseError> {
+        // An element left out while it is written holds it, unless it is
+        // the one before that element (which then has no bytes yet).
+        self.unwritten_comma = true;
+        let written = self.whole(b",");
+        self.unwritten_comma = false;
+        written
+    }
+
     fn open(&mut self, object: bool, role: Role, segment: Vec<u8>) -> Result<(), CondenseError> {
+        if !self.muted() {
+            self.whole(if object { b"{" } else { b"[" })?;
+        }
+        // Writing it may have left out the element it starts.
         let muted = self.muted();
         let mut level = Level::new(object, role, muted, segment);
         if !muted {
-            self.whole(if object { b"{" } else { b"[" })?;
             self.reserve += 1;
             if role == Role::Block {
                 level.block_start = self.out.len() - 1;
@@ -542,6 +580,7 @@ impl Condenser {
             _ => {}
         }
         if level.cut {
+            let first = level.written;
             let mut written = level.written;
             let mut cut = true;
             if let Some(last) = self.last.take_if(|l| l.depth == self.stack.len() + 1) {
@@ -552,7 +591,7 @@ impl Condenser {
             }
             if cut {
                 let pointer = self.pointer(&level.segment);
-                self.record_as(pointer, written, level.index, "items");
+                self.record_items(pointer, first, written, level.index);
                 self.end_elements();
             }
         }

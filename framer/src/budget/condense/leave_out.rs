@@ -1,0 +1,221 @@
+//! Leaving an array's element out whole, rather than cutting it into a
+//! fragment.
+//!
+//! A list of small items (the Python SDK writes a tool's `list` as one text
+//! block per item, each its pretty-printed JSON, and the whole list again
+//! in `structuredContent.result`) loses its meaning item by item when an
+//! item is cut: `{"path": "src/a.rs", "line": 3, "text": "` tells an agent
+//! nothing. So when the element being written of an array in `result`
+//! cannot be finished in the room left (bytes that cannot be cut do not
+//! fit, a short text runs out of room, or a text would be cut with no link
+//! left for it), the element is taken back out of the output, the array is
+//! cut in front of it, and with links its rest is reported from that
+//! element on, one element a line, as for an array cut where an element
+//! was not started: what was written of the element first (from the
+//! output, whitespace between tokens already dropped), then the rest of it
+//! and the elements after it as they are read (`scan`, from `at`).
+//!
+//! The element taken out is the one of the outermost array whose element
+//! holds nothing cut or reported yet (so nothing said of it elsewhere must
+//! be taken back). An element that holds a cut text, a cut array or a
+//! reported value is not taken out; its text is then cut as before.
+//!
+//! Links are kept for the arrays: a value is reported for spilling only
+//! while a link is left for every array still open that may be cut
+//! (`link_free`), so that the rest of each array, the one value that
+//! carries most of what is left out, always has its link.
+//!
+//! Separate because it undoes what the other stages wrote: the output, the
+//! room kept back for the element's open containers and string, the texts
+//! tracked in it.
+
+use alloc::vec::Vec;
+
+use super::walk::{Level, Role};
+use super::{Condenser, MAX_LINKS, REPLACEMENT_ROOM, Spill, SpillKind};
+
+/// A text shorter than this fraction (1/n) of the budget is short: cut, it
+/// would lose its meaning, so the element that holds it is left out whole
+/// instead, and it is never shrunk to give room to later values.
+pub(super) const SHORT_SHARE: usize = 16;
+
+/// Where the element being written of an array started, to take it back.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct ElementMark {
+    /// Output position before its separating comma.
+    start: usize,
+    /// Output position after the comma: where its own bytes start; `None`
+    /// while the comma is being written.
+    body: Option<usize>,
+    /// Texts tracked, values reported and cuts made before it started.
+    texts: usize,
+    spilled: usize,
+    cuts: u64,
+}
+
+impl ElementMark {
+    /// Moves its output positions with a shrink before them.
+    pub(super) fn moved(&mut self, moved: &impl Fn(&mut usize)) {
+        moved(&mut self.start);
+        if let Some(body) = self.body.as_mut() {
+            moved(body);
+        }
+    }
+}
+
+/// What was written of an element taken out, until `scan` reports it.
+#[derive(Debug, Default)]
+pub(super) struct LeftOut {
+    /// Its bytes (a comma written for it but not yet in the output
+    /// included).
+    bytes: Vec<u8>,
+    /// Where the input not yet reported starts, in the piece being read.
+    from: usize,
+}
+
+impl Condenser {
+    /// An element of the array on top of the stack starts now (before its
+    /// separating comma is written).
+    pub(super) fn mark_element(&mut self) {
+        let mark = ElementMark {
+            start: self.out.len(),
+            body: None,
+            texts: self.texts.len(),
+            spilled: self.spilled.len(),
+            cuts: self.inner_cuts,
+        };
+        if let Some(level) = self.stack.last_mut() {
+            level.element = Some(mark);
+        }
+    }
+
+    /// The separating comma of the element just marked is written.
+    pub(super) fn element_body_starts(&mut self) {
+        let at = self.out.len();
+        if let Some(mark) = self.stack.last_mut().and_then(|l| l.element.as_mut()) {
+            mark.body = Some(at);
+        }
+    }
+
+    /// Whether a value may be reported for spilling now: links are on and
+    /// one is left besides those kept for the arrays still open that may
+    /// be cut.
+    pub(super) fn link_free(&self) -> bool {
+        let open = self.stack.iter().filter(|l| may_cut(l)).count();
+        self.linking && self.spilled.len() + open < MAX_LINKS
+    }
+
+    /// Takes the element being written of the outermost array whose element
+    /// holds nothing cut back out of the output (see the module docs), and
+    /// cuts the array in front of it. Returns whether it did; if not,
+    /// nothing changed.
+    pub(super) fn leave_out_element(&mut self) -> bool {
+        if self.replacing || self.left_out.is_some() {
+            return false;
+        }
+        let Some(depth) = (0..self.stack.len()).find(|&d| self.can_leave_out(d)) else {
+            return false;
+        };
+        let Some(mark) = self.stack[depth].element else {
+            return false;
+        };
+        let mut bytes = match mark.body {
+            Some(body) => self.out[body..].to_vec(),
+            None => Vec::new(),
+        };
+        if mark.body.is_some() && self.unwritten_comma {
+            bytes.push(b',');
+        }
+        // What the element's open containers and string kept back.
+        for level in &mut self.stack[depth + 1..] {
+            if !level.muted {
+                level.muted = true;
+                self.reserve -= 1;
+                if level.role == Role::Block {
+                    self.reserve -= REPLACEMENT_ROOM;
+                }
+            }
+        }
+        if let Some(s) = self.string.as_mut()
+            && s.mute()
+        {
+            self.reserve -= 1;
+        }
+        self.out.truncate(mark.start);
+        self.texts.truncate(mark.texts);
+        self.inner_cuts += 1;
+        let array = &mut self.stack[depth];
+        array.cut = true;
+        array.first_share = None;
+        array.written -= 1;
+        array.element = None;
+        let first = array.index - 1;
+        let pointer = self.pointer_of(depth);
+        if let Some(value) = self.number_spilled(SpillKind::Elements { first }, pointer) {
+            self.elements = Some((value, depth + 1));
+            self.left_out = Some(LeftOut {
+                bytes,
+                from: self.at,
+            });
+        }
+        true
+    }
+
+    /// Whether the element being written of the array at `depth` can be
+    /// taken out: nothing in it is cut, reported or held in a window.
+    fn can_leave_out(&self, depth: usize) -> bool {
+        let level = &self.stack[depth];
+        let Some(mark) = level.element else {
+            return false;
+        };
+        may_cut(level)
+            && level.index > 0
+            && mark.spilled == self.spilled.len()
+            && mark.cuts == self.inner_cuts
+            && self
+                .texts
+                .get(mark.texts..)
+                .is_some_and(|texts| texts.iter().all(|m| m.whole && !m.dead))
+            && self.last.as_ref().is_none_or(|l| l.depth <= depth + 1)
+    }
+
+    /// Reports an element just taken out, with links: the start of its
+    /// array's rest and what was written of it. Returns where the input
+    /// not yet reported starts (for `scan`).
+    pub(super) fn report_left_out(&mut self, spill: &mut dyn FnMut(Spill<'_>)) -> Option<usize> {
+        let left = self.left_out.take()?;
+        let (value, _) = self.elements?;
+        let kind = self.spilled.get(value as usize)?.0.kind;
+        spill(Spill::Start { value, kind });
+        spill(Spill::Raw {
+            value,
+            bytes: b"[\n",
+        });
+        spill(Spill::Raw {
+            value,
+            bytes: &left.bytes,
+        });
+        Some(left.from)
+    }
+
+    /// The JSON Pointer (relative to `result`) of the container at `depth`.
+    fn pointer_of(&self, depth: usize) -> Vec<u8> {
+        let Some(result) = self.stack.iter().position(|l| l.role == Role::Result) else {
+            return Vec::new();
+        };
+        let mut pointer = Vec::new();
+        for level in self.stack.get(result + 1..=depth).unwrap_or(&[]) {
+            if level.segment().is_empty() {
+                return Vec::new();
+            }
+            pointer.extend_from_slice(level.segment());
+        }
+        pointer
+    }
+}
+
+/// Whether `level` is an array in `result` that is written and not cut
+/// yet: one that may be cut, and keeps a link for its rest.
+fn may_cut(level: &Level) -> bool {
+    !level.object && level.role.cuttable() && !level.muted && !level.cut
+}
