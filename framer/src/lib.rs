@@ -81,6 +81,7 @@ mod json;
 pub mod owned;
 pub mod packed;
 pub mod splice;
+pub mod sse;
 mod stats;
 #[cfg(feature = "testing")]
 pub mod testing;
