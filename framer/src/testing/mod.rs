@@ -11,6 +11,7 @@ use crate::{Config, Framer, InPlaceFramer, Stats};
 
 pub mod condense;
 mod naive;
+pub mod sse;
 pub mod unescape;
 pub mod workload;
 

@@ -109,7 +109,7 @@ fn valid_message(config: &Config, content: &[u8]) -> bool {
 }
 
 /// Whether `serde_json` accepts the bytes as one JSON value.
-fn serde_accepts(bytes: &[u8]) -> bool {
+pub(super) fn serde_accepts(bytes: &[u8]) -> bool {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     de.disable_recursion_limit();
     serde::de::Deserialize::deserialize(&mut de)
@@ -119,7 +119,7 @@ fn serde_accepts(bytes: &[u8]) -> bool {
 }
 
 /// The deepest nesting of objects and arrays, counted outside strings.
-fn nesting_depth(bytes: &[u8]) -> usize {
+pub(super) fn nesting_depth(bytes: &[u8]) -> usize {
     let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
     for &b in bytes {
         if in_string {

@@ -1,0 +1,314 @@
+//! The reference event-stream parser: deliberately simple, whole body at
+//! once, and the helpers that hold [`SseFramer`] to it.
+//!
+//! It reads the WHATWG rules straight: strip a whole BOM, cut the body into
+//! lines at CRLF, LF or CR, read each line's field with `split` and
+//! `strip_prefix`, and judge each event's data with `serde_json` and
+//! `core::str::from_utf8` instead of the streaming validator. It is slow
+//! and obviously right; the framer must agree with it on every body, every
+//! chunking and every choice of line ends (see [`SseOutcome`] for what
+//! "agree" means).
+
+use alloc::vec::Vec;
+
+use super::naive::{nesting_depth, serde_accepts};
+use super::{OwnedEnvelope, serde_envelope};
+use crate::sse::{OwnedSseEvent, OwnedSseMessage, SseConfig, SseFramer};
+
+/// What the reference predicts of one event: everything but what only a
+/// streaming parser knows (the envelope recorded before a limit or an
+/// error, and an error's kind and position; the table tests pin those).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum SseOutcome {
+    Message(OwnedSseMessage),
+    /// As the message, without its envelope.
+    Malformed(OwnedSseMessage),
+    NotJson(OwnedSseMessage),
+    Comment {
+        offset: u64,
+    },
+    Retry {
+        millis: u64,
+    },
+    Oversize {
+        offset: u64,
+        last_event_id: Vec<u8>,
+    },
+    /// `envelope` set when the data was well formed but for its size.
+    Discarded {
+        offset: u64,
+        len: u64,
+        at_eof: bool,
+        last_event_id: Vec<u8>,
+        envelope: Option<OwnedEnvelope>,
+    },
+    Truncated {
+        offset: u64,
+        len: u64,
+    },
+}
+
+/// Reduces framer events to [`SseOutcome`]s.
+pub fn sse_outcomes(events: &[OwnedSseEvent]) -> Vec<SseOutcome> {
+    events
+        .iter()
+        .map(|event| match event.clone() {
+            OwnedSseEvent::Message(m) => SseOutcome::Message(m),
+            OwnedSseEvent::Malformed { mut message, .. } => {
+                message.envelope = OwnedEnvelope::default();
+                SseOutcome::Malformed(message)
+            }
+            OwnedSseEvent::NotJson(m) => SseOutcome::NotJson(m),
+            OwnedSseEvent::Comment { offset } => SseOutcome::Comment { offset },
+            OwnedSseEvent::Retry { millis } => SseOutcome::Retry { millis },
+            OwnedSseEvent::Oversize {
+                offset,
+                last_event_id,
+                ..
+            } => SseOutcome::Oversize {
+                offset,
+                last_event_id,
+            },
+            OwnedSseEvent::Discarded {
+                offset,
+                len,
+                at_eof,
+                last_event_id,
+                envelope,
+                well_formed,
+            } => SseOutcome::Discarded {
+                offset,
+                len,
+                at_eof,
+                last_event_id,
+                envelope: well_formed.then_some(envelope),
+            },
+            OwnedSseEvent::Truncated { offset, len, .. } => SseOutcome::Truncated { offset, len },
+        })
+        .collect()
+}
+
+/// Runs `body` through a fresh [`SseFramer`], pushed in the given chunk
+/// lengths (cycled; a zero length pushes an empty chunk), then finishes it
+/// if `eof`. Panics if the memory bound is ever broken.
+pub fn run_sse(config: SseConfig, body: &[u8], lengths: &[usize], eof: bool) -> Vec<OwnedSseEvent> {
+    let mut framer = SseFramer::new(config);
+    let mut events = Vec::new();
+    let mut rest = body;
+    let mut cycle = lengths.iter().cycle();
+    let mut step = 0;
+    while !rest.is_empty() {
+        step += 1;
+        // Only zero lengths: push the rest whole.
+        let stuck = step > body.len() * 2 + 16;
+        let n = match cycle.next() {
+            Some(&n) if !stuck => n.min(rest.len()),
+            _ => rest.len(),
+        };
+        let (chunk, tail) = rest.split_at(n);
+        framer.push(chunk, |event| events.push(event.into()));
+        assert_sse_memory_bound(&framer, config);
+        rest = tail;
+    }
+    assert_eq!(framer.position(), body.len() as u64);
+    if eof {
+        framer.finish(|event| events.push(event.into()));
+        assert_sse_memory_bound(&framer, config);
+    }
+    events
+}
+
+/// Panics if `framer` holds more than its limit allows: the event being
+/// read within twice the limit (once for data, type and ids; past the
+/// limit, ids only), the last event id within it.
+pub fn assert_sse_memory_bound(framer: &SseFramer, config: SseConfig) {
+    let max = config.max_event_bytes();
+    assert!(
+        framer.buffered() <= max.saturating_mul(2),
+        "holds {} bytes for a limit of {max}",
+        framer.buffered()
+    );
+    assert!(framer.last_event_id().len() <= max);
+}
+
+/// Where a body's lines lie: (offset, content, ended by a line end).
+fn lines(body: &[u8]) -> Vec<(u64, &[u8], bool)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < body.len() {
+        let rest = &body[at..];
+        match rest.iter().position(|&b| b == b'\r' || b == b'\n') {
+            Some(end) => {
+                out.push((at as u64, &rest[..end], true));
+                let crlf = rest[end] == b'\r' && rest.get(end + 1) == Some(&b'\n');
+                at += end + if crlf { 2 } else { 1 };
+            }
+            None => {
+                out.push((at as u64, rest, false));
+                at = body.len();
+            }
+        }
+    }
+    out
+}
+
+/// The event being read by the reference.
+#[derive(Default)]
+struct Pending {
+    start: Option<u64>,
+    len: u64,
+    discarding: bool,
+    has_data: bool,
+    data: Vec<u8>,
+    event_type: Vec<u8>,
+    id: Option<Vec<u8>>,
+}
+
+/// The outcomes the reference predicts for `body`, ended by EOF if `eof`.
+pub fn reference_sse(config: &SseConfig, body: &[u8], eof: bool) -> Vec<SseOutcome> {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    if !eof && !body.is_empty() && BOM.starts_with(body) && body.len() < BOM.len() {
+        return Vec::new(); // undecided: maybe a BOM, maybe the first line
+    }
+    let skip = if body.starts_with(BOM) { 3 } else { 0 };
+    let max = config.max_event_bytes() as u64;
+    let mut out = Vec::new();
+    let mut last_event_id = Vec::new();
+    let mut event = Pending::default();
+    for (offset, line, ended) in lines(&body[skip..]) {
+        let offset = offset + skip as u64;
+        if line.is_empty() {
+            if let Some(start) = event.start {
+                dispatch(config, &mut event, start, &mut last_event_id, &mut out);
+            }
+            event = Pending::default();
+            continue;
+        }
+        event.start.get_or_insert(offset);
+        let before = event.len;
+        event.len += line.len() as u64;
+        let crossing = !event.discarding && event.len > max;
+        let oversize = |event: &mut Pending, out: &mut Vec<SseOutcome>| {
+            event.discarding = true;
+            out.push(SseOutcome::Oversize {
+                offset: event.start.unwrap(),
+                last_event_id: event.id.clone().unwrap_or_else(|| last_event_id.clone()),
+            });
+        };
+        if line[0] == b':' {
+            // The comment is seen at its first byte, the limit at the byte
+            // that passes it: whichever comes first is reported first.
+            if crossing && before == max {
+                oversize(&mut event, &mut out);
+            }
+            out.push(SseOutcome::Comment { offset });
+            if crossing && !event.discarding {
+                oversize(&mut event, &mut out);
+            }
+            continue;
+        }
+        if crossing {
+            oversize(&mut event, &mut out);
+        }
+        if !ended {
+            continue; // a partial last line is never read
+        }
+        let (name, value) = match line.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (line, &b""[..]),
+        };
+        match name {
+            b"data" => {
+                if event.has_data {
+                    event.data.push(b'\n');
+                }
+                event.has_data = true;
+                event.data.extend_from_slice(value);
+            }
+            b"event" => event.event_type = value.to_vec(),
+            b"id" if !value.contains(&0) && value.len() as u64 <= max => {
+                event.id = Some(value.to_vec())
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                let millis = value.iter().fold(0u64, |n, d| {
+                    n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                });
+                out.push(SseOutcome::Retry { millis });
+            }
+            _ => {}
+        }
+    }
+    if eof && let Some(offset) = event.start {
+        out.push(if event.discarding {
+            SseOutcome::Discarded {
+                offset,
+                len: event.len,
+                at_eof: true,
+                last_event_id,
+                envelope: None,
+            }
+        } else {
+            SseOutcome::Truncated {
+                offset,
+                len: event.len,
+            }
+        });
+    }
+    out
+}
+
+/// A blank line ended the event that started at `start`.
+fn dispatch(
+    config: &SseConfig,
+    event: &mut Pending,
+    start: u64,
+    last_event_id: &mut Vec<u8>,
+    out: &mut Vec<SseOutcome>,
+) {
+    if let Some(id) = event.id.take() {
+        *last_event_id = id;
+    }
+    let first = event
+        .data
+        .iter()
+        .find(|&&b| !matches!(b, b' ' | b'\t' | b'\n'))
+        .copied();
+    let looks_like_json = matches!(first, Some(b'{' | b'[' | b'"'));
+    let valid = looks_like_json
+        && first == Some(b'{')
+        && core::str::from_utf8(&event.data).is_ok()
+        && nesting_depth(&event.data) <= config.max_depth() as usize
+        && serde_accepts(&event.data);
+    if event.discarding {
+        out.push(SseOutcome::Discarded {
+            offset: start,
+            len: event.len,
+            at_eof: false,
+            last_event_id: last_event_id.clone(),
+            envelope: valid.then(|| serde_envelope(&event.data)),
+        });
+        return;
+    }
+    if !event.has_data {
+        return;
+    }
+    let message = |envelope| OwnedSseMessage {
+        offset: start,
+        len: event.len,
+        event_type: event.event_type.clone(),
+        data: event.data.clone(),
+        last_event_id: last_event_id.clone(),
+        envelope,
+    };
+    out.push(if valid {
+        SseOutcome::Message(message(serde_envelope(&event.data)))
+    } else if looks_like_json {
+        SseOutcome::Malformed(message(OwnedEnvelope::default()))
+    } else {
+        SseOutcome::NotJson(message(OwnedEnvelope::default()))
+    });
+}
