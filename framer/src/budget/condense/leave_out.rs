@@ -15,9 +15,10 @@
 //! output, whitespace between tokens already dropped), then the rest of it
 //! and the elements after it as they are read (`scan`, from `at`).
 //!
-//! The element taken out is the one of the outermost array whose element
+//! The element taken out is the one of the innermost array whose element
 //! holds nothing cut or reported yet (so nothing said of it elsewhere must
-//! be taken back). An element that holds a cut text, a cut array or a
+//! be taken back): of a list of groups of hits, the hit, not the group, so
+//! that the room the group's first hits take is still spent. An element that holds a cut text, a cut array or a
 //! reported value is not taken out; its text is then cut as before.
 //!
 //! Links are kept for the arrays: a value is reported for spilling only
@@ -105,7 +106,7 @@ impl Condenser {
         self.linking && self.spilled.len() + open < MAX_LINKS
     }
 
-    /// Takes the element being written of the outermost array whose element
+    /// Takes the element being written of the innermost array whose element
     /// holds nothing cut back out of the output (see the module docs), and
     /// cuts the array in front of it. Returns whether it did; if not,
     /// nothing changed.
@@ -113,7 +114,7 @@ impl Condenser {
         if self.replacing || self.left_out.is_some() {
             return false;
         }
-        let Some(depth) = (0..self.stack.len()).find(|&d| self.can_leave_out(d)) else {
+        let Some(depth) = (0..self.stack.len()).rev().find(|&d| self.can_leave_out(d)) else {
             return false;
         };
         let Some(mark) = self.stack[depth].element else {

@@ -17,8 +17,8 @@ use core::fmt::Write as _;
 use super::record::{NOTICE_END, NOTICE_HEAD};
 use super::walk::Role;
 use super::{
-    Condenser, Digits, LINK_NOTICE, LINK_ROOM, Link, Links, MAX_LINK_FIELD, NOTICE_SLOT, Spill,
-    SpillKind, Spilled,
+    Condenser, Digits, LINK_NOTICE, LINK_ROOM, Link, Links, MAX_LINK_FIELD, MAX_LINKS, NOTICE_SLOT,
+    Spill, SpillKind, Spilled,
 };
 
 impl Condenser {
@@ -215,20 +215,39 @@ impl Links {
         }
     }
 
-    /// Whether every array these links say is cut has its rest covered by
-    /// `reported` (another condenser's links, fed the same line): the
-    /// array it reported at the same pointer starts no later than this one
-    /// was cut, so renumbered, no element is neither kept nor linked.
-    pub(super) fn rests_covered_by(&self, reported: Option<&Links>) -> bool {
-        self.values.iter().all(|value| match value.kind {
-            SpillKind::Elements { first } => match reported.and_then(|r| r.counterpart(value)) {
+    /// Whether every value these links say is cut is linked once they are
+    /// numbered as `reported` (another condenser's links, fed the same
+    /// line): it has a counterpart there (an array's rest starting no later
+    /// than this one was cut), or it lies in the rest of an array these
+    /// links cut that has one. So renumbered, nothing is neither kept nor
+    /// linked. (Past [`MAX_LINKS`] reported, values may go unlinked anyway.)
+    pub(crate) fn rests_covered_by(&self, reported: Option<&Links>) -> bool {
+        let Some(reported) = reported else {
+            return self.values.is_empty();
+        };
+        if reported.values.len() >= MAX_LINKS {
+            return true;
+        }
+        // The rests linked once renumbered: their pointers and first items.
+        let rests: Vec<(&str, u64)> = self
+            .values
+            .iter()
+            .filter_map(|value| match reported.counterpart(value) {
                 Some(Spilled {
-                    kind: SpillKind::Elements { first: theirs },
+                    kind: SpillKind::Elements { first },
                     ..
-                }) => *theirs <= first,
-                _ => true,
-            },
-            _ => true,
+                }) => Some((value.pointer.as_str(), *first)),
+                _ => None,
+            })
+            .collect();
+        self.values.iter().all(|value| {
+            let linked = match (value.kind, reported.counterpart(value)) {
+                (SpillKind::Elements { first }, Some(theirs)) => {
+                    matches!(theirs.kind, SpillKind::Elements { first: t } if t <= first)
+                }
+                (_, theirs) => theirs.is_some(),
+            };
+            linked || in_rest(&value.pointer, &rests)
         })
     }
 
@@ -349,6 +368,19 @@ impl Links {
         text.extend_from_slice(NOTICE_END);
         text
     }
+}
+
+/// Whether the value at `pointer` is an item (or in an item) of one of
+/// `rests`, at or past the item the rest starts from.
+fn in_rest(pointer: &str, rests: &[(&str, u64)]) -> bool {
+    rests.iter().any(|&(array, first)| {
+        pointer
+            .strip_prefix(array)
+            .and_then(|p| p.strip_prefix('/'))
+            .and_then(|p| p.split('/').next())
+            .and_then(|index| index.parse::<u64>().ok())
+            .is_some_and(|index| index >= first)
+    })
 }
 
 /// A `resource_link` block, with its leading comma; `None` if a field

@@ -142,7 +142,7 @@ pub const MARKER_KEY: &str = "io.drainpipe/truncated";
 /// Bytes kept back for the notice block appended to `content` (`,`
 /// included), written at the end: the notice always fits. Its list of cuts
 /// stops where the slot ends.
-const NOTICE_SLOT: usize = 400;
+const NOTICE_SLOT: usize = 640;
 /// Bytes kept back for the marker in `_meta` (with `,"_meta":{…}` if
 /// needed), written at the end: the marker always fits. Its list of
 /// pointers stops where the slot ends.
@@ -198,7 +198,7 @@ const LINK_ROOM: usize = 320;
 /// Bytes kept back, with links, for what [`Links::fill`] adds to the
 /// notice's text: where each array's rest is, and a sentence about the
 /// links. The most it adds.
-pub const LINK_NOTICE: usize = 256;
+pub const LINK_NOTICE: usize = 320;
 /// Bytes kept back, with links, for the links and their sentence, in the
 /// notice's slot.
 const LINKS_SLOT: usize = LINK_NOTICE + MAX_LINKS * LINK_ROOM;

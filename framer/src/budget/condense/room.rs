@@ -271,6 +271,9 @@ impl Condenser {
         }
         for level in &mut self.stack {
             moved(&mut level.block_start);
+            if let Some((start, _)) = level.first_share.as_mut() {
+                moved(start);
+            }
             if let Some(mark) = level.element.as_mut() {
                 mark.moved(&moved);
             }
