@@ -13,7 +13,7 @@ use drainpipe_framer::budget::{
     ResultBuilder, escaped_len, longest_prefix_within, value_wire_len,
 };
 use drainpipe_framer::testing::condense::{
-    check_condensed, check_spilled, condense_linked, condense_split,
+    check_condensed, check_nothing_lost, check_spilled, condense_linked, condense_split,
 };
 use drainpipe_framer::testing::{OwnedEvent, OwnedId, assert_memory_bound};
 use drainpipe_framer::{Config, Framer};
@@ -328,6 +328,7 @@ fn check_condense(input: &BudgetInput) {
         Ok((linked, spilled)) => {
             if let Err(error) = check_condensed(&frame, linked_budget, &linked)
                 .and_then(|()| check_spilled(&frame, &spilled))
+                .and_then(|()| check_nothing_lost(&frame, &linked, &spilled))
             {
                 panic!("linked: {error}");
             }

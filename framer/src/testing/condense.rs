@@ -26,8 +26,8 @@ use serde_json::{Map, Value, json};
 
 use super::Rng;
 use crate::budget::{
-    Clip, Condensed, Condenser, Keep, LINK_NOTICE, Ladder, Link, MARKER_KEY, MIN_LINKED_BUDGET,
-    Spill, SpillKind, Spilled, Unit, shown_size, utf16_len,
+    Clip, Condensed, Condenser, Keep, LINK_NOTICE, Ladder, Link, MARKER_KEY, MAX_LINKS,
+    MIN_LINKED_BUDGET, Spill, SpillKind, Spilled, Unit, shown_size, utf16_len,
 };
 
 /// Characters that exercise every escape and UTF-8 width.
@@ -58,11 +58,19 @@ pub fn text(rng: &mut Rng, len: usize) -> String {
 /// or other structured data, `_meta`, `resultType`, with `id` first or
 /// last. Sizes range from tiny to a few hundred kilobytes.
 pub fn tool_response(rng: &mut Rng) -> Vec<u8> {
+    tool_response_scaled(rng, 1)
+}
+
+/// [`tool_response`] with every size and count divided by `scale`: small
+/// responses (a few kilobytes at a scale of 50) for a fuzzer to run
+/// thousands of a second.
+pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
+    let scale = scale.max(1);
     let big = |rng: &mut Rng| match rng.below(4) {
         0 => rng.below(40),
-        1 => rng.below(2_000),
-        2 => rng.below(40_000),
-        _ => rng.below(200_000),
+        1 => rng.below(2_000 / scale + 1),
+        2 => rng.below(40_000 / scale + 1),
+        _ => rng.below(200_000 / scale + 1),
     };
     let mut content = Vec::new();
     let mut first_text = None;
@@ -89,18 +97,39 @@ pub fn tool_response(rng: &mut Rng) -> Vec<u8> {
     }
     if rng.below(5) == 0 {
         // Many small blocks: an array cut to a prefix.
-        for i in 0..rng.below(3_000) {
+        for i in 0..rng.below(3_000 / scale + 1) {
             content.push(json!({"type": "text", "text": format!("line {i}")}));
         }
     }
     let mut result = Map::new();
-    let structured = match (rng.below(3), first_text) {
+    if rng.below(4) == 0 {
+        // A list as the Python SDK writes it: a block per item (its JSON,
+        // pretty-printed) and the list again in `structuredContent`.
+        let hits = python_list(rng, scale);
+        content.extend(hits.iter().map(|hit| {
+            json!({"type": "text", "text": serde_json::to_string_pretty(hit).unwrap_or_default()})
+        }));
+        first_text = None;
+        result.insert("structuredContent".to_string(), json!({"result": hits}));
+    }
+    let structured = match (rng.below(4), first_text) {
         (0, Some(t)) => Some(json!({"content": t})),
         (1, Some(t)) => Some(json!({"result": t, "n": 3})),
         (2, _) => Some(
-            json!({"items": (0..rng.below(500)).map(|i| json!({"i": i, "s": text(rng, 20)})).collect::<Vec<_>>(), "ok": true}),
+            json!({"items": (0..rng.below(500 / scale + 1)).map(|i| json!({"i": i, "s": text(rng, 20)})).collect::<Vec<_>>(), "ok": true}),
         ),
+        // Nested arrays: groups of hits (a few kilobytes each: under
+        // `Keep::Ends` a window of whole last groups may leave about one
+        // group's bytes unspent), and a dict of hits.
+        (3, _) => Some(json!({
+            "groups": (0..rng.below(40)).map(|g| json!({"name": format!("group {g}"), "hits": python_list(rng, scale * 100)})).collect::<Vec<_>>(),
+            "byName": python_list(rng, scale).into_iter().enumerate().map(|(i, hit)| (format!("hit-{i}"), hit)).collect::<Map<String, Value>>(),
+        })),
         _ => None,
+    };
+    let structured = match result.remove("structuredContent") {
+        Some(list) => Some(list),
+        None => structured,
     };
     let meta = (rng.below(3) == 0).then(|| json!({"progressToken": 5, "x/y": "z"}));
     // Member order varies: the Python SDK sorts, TypeScript keeps insertion.
@@ -136,6 +165,27 @@ pub fn tool_response(rng: &mut Rng) -> Vec<u8> {
         )
     };
     line.into_bytes()
+}
+
+/// Search hits as a Python SDK tool returns a `list` of models: small
+/// objects, a few hundred bytes at most, sometimes thousands of them
+/// (counts divided by `scale`).
+pub fn python_list(rng: &mut Rng, scale: usize) -> Vec<Value> {
+    let count = match rng.below(3) {
+        0 => rng.below(20),
+        1 => rng.below(400 / scale + 1),
+        _ => rng.below(5_000 / scale + 1),
+    };
+    (0..count)
+        .map(|n| {
+            let len = if rng.below(8) == 0 {
+                rng.below(600)
+            } else {
+                rng.below(30)
+            };
+            json!({"path": format!("src/file-{n}.rs"), "line": n, "text": text(rng, len)})
+        })
+        .collect()
 }
 
 /// `line` in pieces of the given lengths (cycled; the whole line when
@@ -302,6 +352,20 @@ pub fn check_ladder_keeping(
         }
     };
     check_condensed(line, budget, &outcome)?;
+    if let Condensed::Cut {
+        links: Some(links), ..
+    } = &outcome
+    {
+        let values: Vec<super::lost::LinkedValue<'_>> = links
+            .values()
+            .iter()
+            .filter_map(|v| Some((v, raws.get(v.value as usize)?.as_slice())))
+            .collect();
+        let lost = super::lost::check_nothing_lost(line, &outcome, &values);
+        if raws.len() < MAX_LINKS {
+            lost?;
+        }
+    }
     if let Some(frame) = &taken
         && budget != rungs[0]
         && !fits(frame)
@@ -310,7 +374,7 @@ pub fn check_ladder_keeping(
     }
     // Where the spilling rung (the smallest that can keep links) left each
     // array's rest: a rung that kept fewer of its elements is not taken.
-    let mut reported_rests: Vec<(String, u64)> = Vec::new();
+    let mut reported: Vec<Spilled> = Vec::new();
     if linked && let Some(&smallest) = rungs.iter().find(|&&b| b >= MIN_LINKED_BUDGET) {
         let mut spiller = Condenser::new(smallest)
             .and_then(Condenser::with_links)
@@ -321,23 +385,49 @@ pub fn check_ladder_keeping(
             links: Some(links), ..
         }) = spiller.finish()
         {
-            reported_rests.extend(links.values().iter().filter_map(|v| match v.kind {
-                SpillKind::Elements { first } if !v.pointer.is_empty() => {
-                    Some((v.pointer.clone(), first))
-                }
-                _ => None,
-            }));
+            reported.extend(links.values().iter().cloned());
         }
     }
+    // A rung is taken only if what it cut is linked once its values are
+    // numbered as the spilling rung's: each has a counterpart there (a
+    // rest from no later), or lies in such a rest of one of its arrays.
     let covered = |links: &Option<crate::budget::Links>| {
-        links.as_ref().is_none_or(|links| {
-            links.values().iter().all(|v| match v.kind {
-                SpillKind::Elements { first } => reported_rests
-                    .iter()
-                    .find(|(pointer, _)| *pointer == v.pointer)
-                    .is_none_or(|&(_, theirs)| theirs <= first),
-                _ => true,
+        let Some(links) = links else {
+            return true;
+        };
+        if reported.len() >= MAX_LINKS {
+            return true;
+        }
+        let theirs = |v: &Spilled| {
+            reported.iter().find(|r| {
+                !r.pointer.is_empty()
+                    && r.pointer == v.pointer
+                    && core::mem::discriminant(&r.kind) == core::mem::discriminant(&v.kind)
             })
+        };
+        let rests: Vec<(String, u64)> = links
+            .values()
+            .iter()
+            .filter_map(|v| match theirs(v)?.kind {
+                SpillKind::Elements { first } => Some((v.pointer.clone(), first)),
+                _ => None,
+            })
+            .collect();
+        links.values().iter().all(|v| {
+            let linked = match (v.kind, theirs(v).map(|r| r.kind)) {
+                (SpillKind::Elements { first }, Some(SpillKind::Elements { first: t })) => {
+                    t <= first
+                }
+                (_, found) => found.is_some(),
+            };
+            linked
+                || rests.iter().any(|(array, first)| {
+                    let item = v
+                        .pointer
+                        .strip_prefix(array.as_str())
+                        .and_then(|p| p.strip_prefix('/')?.split('/').next()?.parse::<u64>().ok());
+                    item.is_some_and(|i| i >= *first)
+                })
         })
     };
     // No larger rung fits, condensed alone as the ladder did.
@@ -468,6 +558,20 @@ pub fn condense_linked_keeping(
         return Err("values reported for an unchanged result".into());
     }
     Ok((outcome, spilled))
+}
+
+/// Checks that the result of [`condense_linked`] loses nothing of
+/// `original`: what it cut is linked ([`super::lost`]).
+pub fn check_nothing_lost(
+    original: &[u8],
+    outcome: &Condensed,
+    spilled: &[SpilledRaw],
+) -> Result<(), String> {
+    let values: Vec<super::lost::LinkedValue<'_>> = spilled
+        .iter()
+        .map(|s| (&s.spilled, s.raw.as_slice()))
+        .collect();
+    super::lost::check_nothing_lost(original, outcome, &values)
 }
 
 /// Checks the spilled values of `original`: each one ended is, decoded,

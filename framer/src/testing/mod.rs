@@ -10,6 +10,7 @@ pub use crate::owned::{OwnedEnvelope, OwnedEvent, OwnedId};
 use crate::{Config, Framer, InPlaceFramer, Stats};
 
 pub mod condense;
+pub mod lost;
 mod naive;
 pub mod sse;
 pub mod unescape;

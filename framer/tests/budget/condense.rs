@@ -9,9 +9,9 @@ use drainpipe_framer::budget::{
 use drainpipe_framer::testing;
 use drainpipe_framer::testing::Rng;
 use drainpipe_framer::testing::condense::{
-    SpilledRaw, check_condensed, check_ladder, check_ladder_keeping, check_spilled,
-    condense_linked, condense_linked_keeping, condense_split, condense_split_keeping, kept_ends,
-    text, tool_response,
+    SpilledRaw, check_condensed, check_ladder, check_ladder_keeping, check_nothing_lost,
+    check_spilled, condense_linked, condense_linked_keeping, condense_split,
+    condense_split_keeping, kept_ends, text, tool_response,
 };
 use serde_json::{Value, json};
 
@@ -544,6 +544,7 @@ fn property_linked_results_are_valid_bounded_honest_and_complete() {
                 Ok((outcome, spilled)) => {
                     if let Err(e) = check_condensed(&line, budget, &outcome)
                         .and_then(|()| check_spilled(&line, &spilled))
+                        .and_then(|()| check_nothing_lost(&line, &outcome, &spilled))
                     {
                         panic!("seed {seed}, budget {budget}: {e}");
                     }

@@ -5,6 +5,7 @@
 
 mod capture;
 mod condense;
+mod lists;
 mod result;
 mod unescape;
 mod wire;
