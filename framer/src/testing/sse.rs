@@ -9,6 +9,7 @@
 //! chunking and every choice of line ends (see [`SseOutcome`] for what
 //! "agree" means).
 
+use alloc::vec;
 use alloc::vec::Vec;
 
 use super::naive::{nesting_depth, serde_accepts};
@@ -133,7 +134,7 @@ pub fn assert_sse_memory_bound(framer: &SseFramer, config: SseConfig) {
 }
 
 /// Where a body's lines lie: (offset, content, ended by a line end).
-fn lines(body: &[u8]) -> Vec<(u64, &[u8], bool)> {
+fn body_lines(body: &[u8]) -> Vec<(u64, &[u8], bool)> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < body.len() {
@@ -176,7 +177,7 @@ pub fn reference_sse(config: &SseConfig, body: &[u8], eof: bool) -> Vec<SseOutco
     let mut out = Vec::new();
     let mut last_event_id = Vec::new();
     let mut event = Pending::default();
-    for (offset, line, ended) in lines(&body[skip..]) {
+    for (offset, line, ended) in body_lines(&body[skip..]) {
         let offset = offset + skip as u64;
         if line.is_empty() {
             if let Some(start) = event.start {
@@ -311,4 +312,177 @@ fn dispatch(
     } else {
         SseOutcome::NotJson(message(OwnedEnvelope::default()))
     });
+}
+
+/// Pieces that lines are made of: field names, colons and spaces, JSON
+/// tokens and whole messages as the SDKs send them, NUL, a BOM, broken
+/// UTF-8. Random bytes alone almost never form a field.
+pub const PIECES: &[&[u8]] = &[
+    b"data",
+    b"data:",
+    b"data: ",
+    b"id: ",
+    b"id:",
+    b"event: message",
+    b"retry: ",
+    b"retry: 1500",
+    b":",
+    b": ping",
+    b" ",
+    b"x",
+    b"7",
+    b"\0",
+    b"\xEF\xBB\xBF",
+    b"\xc3\xa9",
+    b"\xf0\x9f",
+    b"\xff",
+    b"{",
+    b"}",
+    b"[1]",
+    b"\"",
+    b"\"id\":",
+    b"\"result\":",
+    b",",
+    b"{\"result\":{},\"jsonrpc\":\"2.0\",\"id\":1}",
+    b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"error\":{\"code\":-32000}}",
+    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}",
+    b"{\"a\":[[[[1]]]]}",
+    b"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+];
+
+/// Lines from a recipe: a byte below 8 ends the line (blank lines come
+/// from two in a row), any other picks a piece.
+pub fn recipe_lines(recipe: &[u8]) -> Vec<Vec<u8>> {
+    let mut lines = vec![Vec::new()];
+    for &r in recipe {
+        if r < 8 {
+            lines.push(Vec::new());
+        } else {
+            let piece = PIECES[usize::from(r) % PIECES.len()];
+            lines.last_mut().unwrap().extend_from_slice(piece);
+        }
+    }
+    lines
+}
+
+/// The lines joined with the line end each `ends` byte picks (CRLF, LF or
+/// CR, cycled; LF when none). A CR before an empty line ended by LF would
+/// make one CRLF of two line ends, so that line ends in CR too. The last
+/// line has a line end only if `ended`.
+pub fn join_lines(lines: &[Vec<u8>], ends: &[u8], ended: bool) -> Vec<u8> {
+    let mut body = Vec::new();
+    let mut picks = ends.iter().cycle();
+    let mut after_cr = false;
+    for (n, line) in lines.iter().enumerate() {
+        body.extend_from_slice(line);
+        if n + 1 == lines.len() && !ended {
+            break;
+        }
+        let mut end: &[u8] = match picks.next().map(|p| p % 3) {
+            Some(0) => b"\r\n",
+            Some(2) => b"\r",
+            _ => b"\n",
+        };
+        if after_cr && line.is_empty() && end == b"\n" {
+            end = b"\r";
+        }
+        after_cr = end == b"\r";
+        body.extend_from_slice(end);
+    }
+    body
+}
+
+/// The outcomes without their stream offsets, which the line ends move.
+pub fn without_offsets(outcomes: Vec<SseOutcome>) -> Vec<SseOutcome> {
+    outcomes
+        .into_iter()
+        .map(|outcome| match outcome {
+            SseOutcome::Message(mut m) => {
+                m.offset = 0;
+                SseOutcome::Message(m)
+            }
+            SseOutcome::Malformed(mut m) => {
+                m.offset = 0;
+                SseOutcome::Malformed(m)
+            }
+            SseOutcome::NotJson(mut m) => {
+                m.offset = 0;
+                SseOutcome::NotJson(m)
+            }
+            SseOutcome::Comment { .. } => SseOutcome::Comment { offset: 0 },
+            SseOutcome::Oversize { last_event_id, .. } => SseOutcome::Oversize {
+                offset: 0,
+                last_event_id,
+            },
+            SseOutcome::Discarded {
+                len,
+                at_eof,
+                last_event_id,
+                envelope,
+                ..
+            } => SseOutcome::Discarded {
+                offset: 0,
+                len,
+                at_eof,
+                last_event_id,
+                envelope,
+            },
+            SseOutcome::Truncated { len, .. } => SseOutcome::Truncated { offset: 0, len },
+            other => other,
+        })
+        .collect()
+}
+
+/// A small set of limits a selector byte picks from: event limits around
+/// the pieces' sizes (0 to 4096 bytes), depth 2 or 128.
+pub fn sse_config(selector: u8) -> SseConfig {
+    let max = [0, 1, 8, 16, 40, 64, 4096][usize::from(selector % 7)];
+    SseConfig::default()
+        .with_max_event_bytes(max)
+        .with_max_depth(if selector & 0x10 != 0 { 2 } else { 128 })
+}
+
+/// The properties on one body made of `lines` (see [`join_lines`]):
+/// pushed whole, one byte at a time and in `lengths`, the same events;
+/// those events are the reference's; with LF line ends everywhere, the
+/// same events but for their offsets. Panics otherwise, or if the memory
+/// bound is broken.
+pub fn check_lines(
+    config: SseConfig,
+    lines: &[Vec<u8>],
+    ends: &[u8],
+    ended: bool,
+    lengths: &[usize],
+    eof: bool,
+) {
+    let body = join_lines(lines, ends, ended);
+    let whole = run_sse(config, &body, &[], eof);
+    assert_eq!(
+        run_sse(config, &body, &[1], eof),
+        whole,
+        "one byte at a time"
+    );
+    assert_eq!(
+        run_sse(config, &body, lengths, eof),
+        whole,
+        "in {lengths:?}"
+    );
+    let outcomes = sse_outcomes(&whole);
+    assert_eq!(
+        outcomes,
+        reference_sse(&config, &body, eof),
+        "the reference"
+    );
+    let lf = join_lines(lines, &[], ended);
+    assert_eq!(
+        without_offsets(outcomes),
+        without_offsets(sse_outcomes(&run_sse(config, &lf, lengths, eof))),
+        "with LF line ends"
+    );
+}
+
+/// Any bytes, pushed in `lengths`: the reference's events.
+pub fn check_bytes(config: SseConfig, body: &[u8], lengths: &[usize], eof: bool) {
+    let events = run_sse(config, body, lengths, eof);
+    assert_eq!(sse_outcomes(&events), reference_sse(&config, body, eof));
 }
