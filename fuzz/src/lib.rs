@@ -18,6 +18,7 @@
 //! | `oversize_recovery` | [`oversize::OversizeInput`] | exact events for lines planned around the limit |
 //! | `json_validation` | [`json_line`] layout | verdict and envelope equal `serde_json`'s |
 //! | `operations` | [`ops::OpsInput`] | push/finish/reset/stats in any order keep the model's invariants |
+//! | `sse` | [`sse::SseInput`] layout | event-stream bodies (pieces, mixed CRLF/LF/CR) and raw bytes: any cut gives the same events, the reference parser's; LF line ends change only offsets |
 //! | `component_parity` | [`case`] layout | the wasmtime component gives the native framer's events, step by step (feature `component`) |
 //! | `budget` | [`budget::BudgetInput`] | byte counts equal `serde_json`'s; results and clipped responses within budget, valid, honest about truncation; capture counters add up |
 //! | `condense` | [`condense::CondenseInput`] | a condensed response is valid, within budget, the original but for the documented cuts, the same under any chunking; in characters and tokens, the largest rung that fits, within the amount |
@@ -34,6 +35,7 @@ pub mod oversize;
 #[cfg(feature = "component")]
 pub mod parity;
 pub mod seeds;
+pub mod sse;
 pub mod streams;
 pub mod unescape;
 
@@ -45,5 +47,6 @@ pub use ops::check_ops;
 pub use oversize::check_oversize;
 #[cfg(feature = "component")]
 pub use parity::check_component_parity;
+pub use sse::check_sse;
 pub use streams::{check_chunking, check_differential};
 pub use unescape::check_unescape;

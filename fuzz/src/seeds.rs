@@ -255,5 +255,6 @@ pub fn all() -> Vec<(&'static str, Vec<Vec<u8>>)> {
         ("operations", ops_seeds()),
         ("budget", budget_seeds()),
         ("component_parity", stream_seeds()),
+        ("sse", crate::sse::seeds()),
     ]
 }

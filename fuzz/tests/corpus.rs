@@ -106,6 +106,13 @@ fn condense_corpus() {
     });
 }
 
+#[test]
+fn sse_corpus() {
+    replay("sse", |bytes| {
+        drainpipe_fuzz::check_sse(&drainpipe_fuzz::sse::SseInput::decode(bytes))
+    });
+}
+
 #[cfg(feature = "component")]
 #[test]
 fn component_parity_corpus() {
