@@ -7,6 +7,10 @@ Tools:
   echo(text)        returns its argument
   read_text(path)   the file's text, as structured output too (the SDK
                     mirrors it in structuredContent.result)
+  hits(count)       `count` search hits as a list of models: the SDK writes
+                    one text block per hit (its JSON, pretty-printed) and
+                    the whole list in structuredContent.result
+  hit_map(count)    `count` hits in a dict: one text block, and the object
 
 Logs go to stderr only; stdout carries the protocol.
 """
@@ -15,6 +19,7 @@ import sys
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from pydantic import BaseModel
 
 server = MCPServer("drainpipe-python-peer")
 
@@ -54,6 +59,32 @@ def read_text(path: str) -> str:
     """The text of the file at `path`."""
     with open(path, encoding="utf-8") as file:
         return file.read()
+
+
+class Hit(BaseModel):
+    """One search hit, as a code search tool returns it."""
+
+    path: str
+    line: int
+    text: str
+
+
+def hit(n: int) -> Hit:
+    # Escapes and multibyte text in every item: cut points and the read
+    # back must respect them.
+    return Hit(path=f"src/file-{n}.rs", line=n, text=f"item-{n}: fn «ünïcødé» \"q\"\t{n}")
+
+
+@server.tool()
+def hits(count: int = 5000) -> list[Hit]:
+    """`count` search hits."""
+    return [hit(n) for n in range(count)]
+
+
+@server.tool()
+def hit_map(count: int = 5000) -> dict[str, Hit]:
+    """`count` search hits keyed by name."""
+    return {f"hit-{n}": hit(n) for n in range(count)}
 
 
 if __name__ == "__main__":
