@@ -33,6 +33,12 @@
 //! The second limit, the **result budget** for what a tool returns, lives in
 //! [`budget`].
 //!
+//! The same guarantees for **server-sent events**, the body of MCP's
+//! Streamable HTTP answers and streams, live in [`sse`]: an event stream
+//! read by the WHATWG rules at any split, a byte limit per event checked
+//! before its data is parsed, recovery at the event's blank line that keeps
+//! its `id`, and this validator and [`Envelope`] for its data.
+//!
 //! With the `tokio-util` feature (which needs `std`), `codec::FramerCodec`
 //! puts the framer behind tokio-util's `Decoder` and `Encoder`, as a drop-in
 //! replacement for `LinesCodec` that never ends a `FramedRead` stream on bad
