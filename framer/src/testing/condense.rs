@@ -414,10 +414,8 @@ pub fn check_ladder_keeping(
             })
             .collect();
         links.values().iter().all(|v| {
-            let linked = match (v.kind, theirs(v).map(|r| r.kind)) {
-                (SpillKind::Elements { first }, Some(SpillKind::Elements { first: t })) => {
-                    t <= first
-                }
+            let linked = match (v.kind.first(), theirs(v).map(|r| r.kind)) {
+                (Some(first), Some(kind)) => kind.first().is_some_and(|t| t <= first),
                 (_, found) => found.is_some(),
             };
             linked
@@ -587,6 +585,10 @@ pub fn check_spilled(original: &[u8], spilled: &[SpilledRaw]) -> Result<(), Stri
             check_rest(&before, &value.spilled.pointer, first, &value.raw, one_line)?;
             continue;
         }
+        if let SpillKind::Members { .. } = value.spilled.kind {
+            check_members(&before, &value.spilled.pointer, &value.raw)?;
+            continue;
+        }
         let mut quoted = Vec::with_capacity(value.raw.len() + 2);
         quoted.push(b'"');
         quoted.extend_from_slice(&value.raw);
@@ -610,6 +612,29 @@ pub fn check_spilled(original: &[u8], spilled: &[SpilledRaw]) -> Result<(), Stri
             value.spilled.pointer.ends_with("/data") || value.spilled.pointer.ends_with("/blob");
         if binary != (value.spilled.kind == SpillKind::Binary) {
             return Err(format!("{} has the wrong kind", value.spilled.pointer));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the spilled rest of the object at `pointer` in `before`: its
+/// members the original's, one member a line.
+pub fn check_members(before: &Value, pointer: &str, raw: &[u8]) -> Result<(), String> {
+    let lines: Vec<&[u8]> = raw.split(|&b| b == b'\n').collect();
+    if lines.first() != Some(&&b"{"[..]) || lines.last() != Some(&&b"}"[..]) {
+        return Err(format!("{pointer}: the rest does not open and close alone"));
+    }
+    let rest: Map<String, Value> =
+        serde_json::from_slice(raw).map_err(|e| format!("{pointer}: the rest is not JSON: {e}"))?;
+    if lines.len() != rest.len() + 2 {
+        return Err(format!("{pointer}: the rest is not one member a line"));
+    }
+    let Some(whole) = before["result"].pointer(pointer).and_then(Value::as_object) else {
+        return Err(format!("no object at {pointer}"));
+    };
+    for (key, value) in &rest {
+        if whole.get(key) != Some(value) {
+            return Err(format!("{pointer}/{key}: the rest's member differs"));
         }
     }
     Ok(())
@@ -845,11 +870,20 @@ fn within(original: &Value, kept: &Value, at: &str) -> Result<(), String> {
             Ok(())
         }
         (Value::Object(o), Value::Object(k)) => {
-            if o.len() != k.len() {
-                return Err(format!("{at}: members differ"));
+            // Members of an object in `structuredContent` may be left out
+            // whole; none is added, and none of a content block or of the
+            // result itself is left out.
+            if k.keys().any(|key| !o.contains_key(key)) {
+                return Err(format!("{at}: members added"));
             }
+            let may_leave_out = at.starts_with("/structuredContent");
             for (key, o) in o {
-                let k = k.get(key).ok_or_else(|| format!("{at}/{key} missing"))?;
+                let Some(k) = k.get(key) else {
+                    if may_leave_out {
+                        continue;
+                    }
+                    return Err(format!("{at}/{key} missing"));
+                };
                 if key == "_meta" || key == "resultType" {
                     if o != k {
                         return Err(format!("{at}/{key} changed"));

@@ -22,7 +22,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::budget::{Condensed, MARKER_KEY, MAX_LINKS, SpillKind, Spilled};
 
@@ -62,9 +62,10 @@ pub fn check_nothing_lost(
 /// A linked value, decoded.
 struct Decoded<'a> {
     spilled: &'a Spilled,
-    /// A string's text (or base64), or an array's rest.
+    /// A string's text (or base64), an array's rest, an object's rest.
     text: Option<String>,
     rest: Option<Vec<Value>>,
+    members: Option<Map<String, Value>>,
 }
 
 impl<'a> Decoded<'a> {
@@ -78,6 +79,17 @@ impl<'a> Decoded<'a> {
                     spilled,
                     text: None,
                     rest: Some(rest),
+                    members: None,
+                })
+            }
+            SpillKind::Members { .. } => {
+                let members: Map<String, Value> = serde_json::from_slice(raw)
+                    .map_err(|e| format!("{pointer}: the rest is not a JSON object: {e}"))?;
+                Ok(Decoded {
+                    spilled,
+                    text: None,
+                    rest: None,
+                    members: Some(members),
                 })
             }
             _ => {
@@ -88,6 +100,7 @@ impl<'a> Decoded<'a> {
                     spilled,
                     text: Some(text),
                     rest: None,
+                    members: None,
                 })
             }
         }
@@ -169,14 +182,28 @@ impl Walk<'_> {
                 if replaced_binary(original, kept) {
                     return self.replaced(original, at);
                 }
+                // An object cut: its members not kept are in its rest.
+                let rest = self.linked.iter().find_map(|d| match d.spilled.kind {
+                    SpillKind::Members { .. } if d.spilled.pointer == at => d.members.as_ref(),
+                    _ => None,
+                });
                 for (key, value) in o {
                     let path = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
-                    let Some(kept) = k.get(key) else {
-                        return Err(format!("{path}: missing"));
-                    };
-                    self.value(value, kept, &path)?;
+                    if let Some(linked) = rest.and_then(|r| r.get(key)) {
+                        if linked != value {
+                            return Err(format!("{path}: linked, but not the original's"));
+                        }
+                        continue;
+                    }
+                    match k.get(key) {
+                        Some(kept) => self.value(value, kept, &path)?,
+                        None if rest.is_some() => {
+                            return Err(format!("{path}: neither kept nor in the rest"));
+                        }
+                        None => self.lost(format!("{path}: left out, and no link holds it"))?,
+                    }
                 }
-                if k.len() != o.len() {
+                if k.keys().any(|key| !o.contains_key(key)) {
                     return Err(format!("{at}: members added"));
                 }
                 Ok(())

@@ -148,3 +148,41 @@ fn the_oracle_fails_when_an_arrays_link_is_dropped() {
         assert!(check_nothing_lost(line.as_bytes(), &outcome, &late).is_err());
     }
 }
+
+#[test]
+fn a_dict_result_keeps_whole_members_and_links_the_rest() {
+    // A `dict` return: one text block (the object, pretty-printed) and the
+    // object itself as structuredContent, 5,000 members.
+    let map: serde_json::Map<String, Value> = (0..5_000)
+        .map(|n| {
+            (
+                format!("hit-{n:04}"),
+                json!({"path": format!("src/file-{n}.rs"), "line": n}),
+            )
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&map).unwrap();
+    let line = json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"text": text, "type": "text"}], "isError": false, "structuredContent": map}}).to_string();
+    for budget in [8_000, 10_000, 64 << 10] {
+        let (value, _, spilled) = condensed(&line, budget, Keep::Ends);
+        let text_link = spilled
+            .iter()
+            .find(|s| s.spilled.pointer == "/content/0/text")
+            .expect("the text is linked");
+        assert_eq!(text_link.spilled.kind, SpillKind::Text);
+        let rest = spilled
+            .iter()
+            .find(|s| s.spilled.pointer == "/structuredContent")
+            .expect("the object's rest is linked");
+        let SpillKind::Members { first } = rest.spilled.kind else {
+            panic!("{:?}", rest.spilled.kind)
+        };
+        let kept = value["result"]["structuredContent"].as_object().unwrap();
+        assert_eq!(kept.len() as u64, first, "{budget}");
+        let notice = value["result"]["content"][1]["text"].as_str().unwrap();
+        let said = format!(
+            "structuredContent: kept {first} of 5000 members, the rest from member {first} at test://v/"
+        );
+        assert!(notice.contains(&said), "{said}: {notice}");
+    }
+}

@@ -18,8 +18,13 @@
 //! The element taken out is the one of the innermost array whose element
 //! holds nothing cut or reported yet (so nothing said of it elsewhere must
 //! be taken back): of a list of groups of hits, the hit, not the group, so
-//! that the room the group's first hits take is still spent. An element that holds a cut text, a cut array or a
-//! reported value is not taken out; its text is then cut as before.
+//! that the room the group's first hits take is still spent. Objects in
+//! `structuredContent` have their members left out the same way (a `dict`
+//! a tool returns), when no array's element can be: of those, the one with
+//! the most members so far, the collection rather than a record in it (of
+//! a dict of hits, a hit, never a hit's `path`). An element that holds a
+//! cut text, a cut array or a reported value is not taken out; its text is
+//! then cut as before.
 //!
 //! Links are kept for the arrays: a value is reported for spilling only
 //! while a link is left for every array still open that may be cut
@@ -32,6 +37,7 @@
 
 use alloc::vec::Vec;
 
+use super::links::brackets;
 use super::walk::{Level, Role};
 use super::{Condenser, MAX_LINKS, REPLACEMENT_ROOM, Spill, SpillKind};
 
@@ -107,14 +113,19 @@ impl Condenser {
     }
 
     /// Takes the element being written of the innermost array whose element
-    /// holds nothing cut back out of the output (see the module docs), and
-    /// cuts the array in front of it. Returns whether it did; if not,
+    /// holds nothing cut (or a member of an object: see the module docs)
+    /// back out of the output, and cuts its container in front of it. Returns whether it did; if not,
     /// nothing changed.
     pub(super) fn leave_out_element(&mut self) -> bool {
         if self.replacing || self.left_out.is_some() {
             return false;
         }
-        let Some(depth) = (0..self.stack.len()).rev().find(|&d| self.can_leave_out(d)) else {
+        let candidates = || (0..self.stack.len()).filter(|&d| self.can_leave_out(d));
+        // The innermost array's element; else, of the objects, the one with
+        // the most members (the collection, not a record in it).
+        let array = candidates().rev().find(|&d| !self.stack[d].object);
+        let object = || candidates().rev().max_by_key(|&d| self.stack[d].index);
+        let Some(depth) = array.or_else(object) else {
             return false;
         };
         let Some(mark) = self.stack[depth].element else {
@@ -151,8 +162,12 @@ impl Condenser {
         array.written -= 1;
         array.element = None;
         let first = array.index - 1;
+        let kind = match array.object {
+            true => SpillKind::Members { first },
+            false => SpillKind::Elements { first },
+        };
         let pointer = self.pointer_of(depth);
-        if let Some(value) = self.number_spilled(SpillKind::Elements { first }, pointer) {
+        if let Some(value) = self.number_spilled(kind, pointer) {
             self.elements = Some((value, depth + 1));
             self.left_out = Some(LeftOut {
                 bytes,
@@ -190,7 +205,7 @@ impl Condenser {
         spill(Spill::Start { value, kind });
         spill(Spill::Raw {
             value,
-            bytes: b"[\n",
+            bytes: brackets(kind).0,
         });
         spill(Spill::Raw {
             value,
@@ -215,8 +230,14 @@ impl Condenser {
     }
 }
 
-/// Whether `level` is an array in `result` that is written and not cut
-/// yet: one that may be cut, and keeps a link for its rest.
-fn may_cut(level: &Level) -> bool {
-    !level.object && level.role.cuttable() && !level.muted && !level.cut
+/// Whether `level` is written and not cut yet, and is an array in
+/// `result` or an object in `structuredContent` (a `dict` a tool returns,
+/// whose members a schema does not fix): one whose items may be left out,
+/// and which keeps a link for its rest.
+pub(super) fn may_cut(level: &Level) -> bool {
+    let role = match level.object {
+        true => matches!(level.role, Role::Structured),
+        false => level.role.cuttable(),
+    };
+    role && !level.muted && !level.cut
 }

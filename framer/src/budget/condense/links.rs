@@ -115,7 +115,7 @@ impl Condenser {
                 spill(Spill::Start { value, kind });
                 spill(Spill::Raw {
                     value,
-                    bytes: b"[\n",
+                    bytes: brackets(kind).0,
                 });
                 Some(at)
             }
@@ -130,9 +130,10 @@ impl Condenser {
             }
             ElementsStep::End(value) => {
                 flush(value);
+                let kind = self.spilled.get(value as usize).map(|(s, _)| s.kind);
                 spill(Spill::Raw {
                     value,
-                    bytes: b"\n]",
+                    bytes: kind.map_or(b"\n]", |kind| brackets(kind).1),
                 });
                 spill(Spill::End { value });
                 if let Some((spilled, _)) = self.spilled.get_mut(value as usize) {
@@ -153,13 +154,15 @@ impl Condenser {
         // A value in a content block takes the block's media type, but for
         // the rest of an array, which is JSON whatever the block holds.
         let block = match kind {
-            SpillKind::Elements { .. } => None,
-            _ => self.stack.iter().rposition(|l| l.role == Role::Block),
+            SpillKind::Text | SpillKind::Binary => {
+                self.stack.iter().rposition(|l| l.role == Role::Block)
+            }
+            _ => None,
         };
         let mime = match kind {
             SpillKind::Text => "text/plain",
             SpillKind::Binary => "application/octet-stream",
-            SpillKind::Elements { .. } => "application/json",
+            _ => "application/json",
         };
         self.spilled.push((
             Spilled {
@@ -232,19 +235,14 @@ impl Links {
         let rests: Vec<(&str, u64)> = self
             .values
             .iter()
-            .filter_map(|value| match reported.counterpart(value) {
-                Some(Spilled {
-                    kind: SpillKind::Elements { first },
-                    ..
-                }) => Some((value.pointer.as_str(), *first)),
+            .filter_map(|value| match reported.counterpart(value)?.kind {
+                SpillKind::Elements { first } => Some((value.pointer.as_str(), first)),
                 _ => None,
             })
             .collect();
         self.values.iter().all(|value| {
-            let linked = match (value.kind, reported.counterpart(value)) {
-                (SpillKind::Elements { first }, Some(theirs)) => {
-                    matches!(theirs.kind, SpillKind::Elements { first: t } if t <= first)
-                }
+            let linked = match (value.kind.first(), reported.counterpart(value)) {
+                (Some(first), Some(theirs)) => theirs.kind.first().is_some_and(|t| t <= first),
                 (_, theirs) => theirs.is_some(),
             };
             linked || in_rest(&value.pointer, &rests)
@@ -297,7 +295,7 @@ impl Links {
             }
             blocks.extend_from_slice(&block);
             linked += 1;
-            if let SpillKind::Elements { first } = value.kind {
+            if let Some(first) = value.kind.first() {
                 rests.push((&value.pointer, first, place.uri));
             }
         }
@@ -370,6 +368,14 @@ impl Links {
     }
 }
 
+/// How the rest of a cut array or object opens and closes.
+pub(super) fn brackets(kind: SpillKind) -> (&'static [u8], &'static [u8]) {
+    match kind {
+        SpillKind::Members { .. } => (b"{\n", b"\n}"),
+        _ => (b"[\n", b"\n]"),
+    }
+}
+
 /// Whether the value at `pointer` is an item (or in an item) of one of
 /// `rests`, at or past the item the rest starts from.
 fn in_rest(pointer: &str, rests: &[(&str, u64)]) -> bool {
@@ -396,8 +402,14 @@ fn link_block(value: &Spilled, place: &Link<'_>) -> Option<Vec<u8>> {
         Some(name) if plain(name) && !name.is_empty() => String::from(name),
         _ => alloc::format!("value {}", value.value),
     };
-    if let SpillKind::Elements { first } = value.kind {
-        let _ = write!(name, " from item {first}");
+    match value.kind {
+        SpillKind::Elements { first } => {
+            let _ = write!(name, " from item {first}");
+        }
+        SpillKind::Members { first } => {
+            let _ = write!(name, " from member {first}");
+        }
+        _ => {}
     }
     if !plain(place.uri) || !plain(&value.mime) {
         return None;

@@ -301,6 +301,26 @@ pub enum SpillKind {
         /// it were kept in the result.
         first: u64,
     },
+    /// The members of a cut object in `structuredContent` from `first`
+    /// (numbered from 0, in the order written) to its end, left out of the
+    /// result: its raw bytes are a JSON object of them, one member a line
+    /// (`{`, newline, each `"key":value` as written, its comma, newline,
+    /// …, `}`). A `dict` a tool returns, too large to keep whole.
+    Members {
+        /// The number of the first member it holds: the members before it
+        /// were kept in the result.
+        first: u64,
+    },
+}
+
+impl SpillKind {
+    /// The first element or member of a cut array's or object's rest.
+    pub fn first(self) -> Option<u64> {
+        match self {
+            SpillKind::Elements { first } | SpillKind::Members { first } => Some(first),
+            _ => None,
+        }
+    }
 }
 
 /// The contents of a value the condenser cut, reported as it reads them

@@ -41,10 +41,18 @@ impl Condenser {
         self.record_as(pointer, kept, original, "bytes")
     }
 
-    /// Counts a cut array that keeps its `first` items and `kept` in all
-    /// (its last ones after them) of `original`.
-    pub(super) fn record_items(&mut self, pointer: Vec<u8>, first: u64, kept: u64, original: u64) {
-        if let Some(at) = self.record_as(pointer, kept, original, ITEMS) {
+    /// Counts a cut array (or an object: `members`) that keeps its `first`
+    /// items and `kept` in all (its last ones after them) of `original`.
+    pub(super) fn record_items(
+        &mut self,
+        pointer: Vec<u8>,
+        first: u64,
+        kept: u64,
+        original: u64,
+        members: bool,
+    ) {
+        let unit = if members { MEMBERS } else { ITEMS };
+        if let Some(at) = self.record_as(pointer, kept, original, unit) {
             self.cuts[at].first = first;
         }
     }
@@ -132,7 +140,7 @@ impl Condenser {
         };
         // Arrays first: a list shortened is what an agent must not miss.
         let mut listed = core::mem::take(&mut self.cuts);
-        listed.sort_by_key(|cut| cut.unit != ITEMS);
+        listed.sort_by_key(|cut| cut.unit != ITEMS && cut.unit != MEMBERS);
         let links = Links {
             at,
             len: self.notice_len,
@@ -161,7 +169,8 @@ impl Cut {
             self.original,
             self.unit
         );
-        if self.unit == ITEMS && self.first < self.kept {
+        let rests = self.unit == ITEMS || self.unit == MEMBERS;
+        if rests && self.first < self.kept {
             let _ = write!(
                 Digits(&mut item),
                 " (the first {} and the last {})",
@@ -171,9 +180,14 @@ impl Cut {
         }
         match rest {
             Some((from, uri)) => {
-                let _ = write!(Digits(&mut item), ", the rest from item {from} at {uri}");
+                let one = if self.unit == MEMBERS {
+                    "member"
+                } else {
+                    "item"
+                };
+                let _ = write!(Digits(&mut item), ", the rest from {one} {from} at {uri}");
             }
-            None if self.unit == ITEMS => {
+            None if rests => {
                 let _ = write!(
                     Digits(&mut item),
                     " ({} left out)",
@@ -185,14 +199,16 @@ impl Cut {
         item
     }
 
-    /// Whether it is the array at `pointer`.
+    /// Whether it is the array (or object) at `pointer`.
     pub(super) fn is_array_at(&self, pointer: &str) -> bool {
-        self.unit == ITEMS && self.pointer == pointer.as_bytes()
+        (self.unit == ITEMS || self.unit == MEMBERS) && self.pointer == pointer.as_bytes()
     }
 }
 
 /// The unit of a cut array's counts.
 pub(super) const ITEMS: &str = "items";
+/// The unit of a cut object's counts.
+pub(super) const MEMBERS: &str = "members";
 
 /// The notice block's start, and its end when nothing is linked.
 pub(super) const NOTICE_HEAD: &[u8] = b"{\"type\":\"text\",\"text\":\"";

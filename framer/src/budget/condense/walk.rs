@@ -18,7 +18,7 @@ use alloc::vec::Vec;
 use core::fmt::Write as _;
 
 use super::last::LastElements;
-use super::leave_out::ElementMark;
+use super::leave_out::{ElementMark, may_cut};
 use super::links::{ElementsStep, media_type};
 use super::record::replacement_text;
 use super::{
@@ -182,6 +182,8 @@ impl Condenser {
                     let run = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
                     self.key_bytes(&rest[..run])?;
                     i += run;
+                    // What follows is written from here.
+                    self.at = i;
                     match rest.get(run) {
                         Some(b'"') => {
                             self.whole(b"\"")?;
@@ -271,16 +273,26 @@ impl Condenser {
             Mode::KeyFirst | Mode::Key if b == b'"' => {
                 self.key.clear();
                 self.key_too_long = false;
+                if let Some(level) = self.stack.last_mut() {
+                    level.index += 1;
+                    if self.elements.is_some_and(|(_, at)| at == self.stack.len()) {
+                        self.elements_step = Some(ElementsStep::Element);
+                    }
+                }
                 if !self.muted() {
+                    if let Some(level) = self.stack.last_mut() {
+                        level.written += 1;
+                    }
+                    if self.stack.last().is_some_and(may_cut) {
+                        self.mark_element();
+                    }
                     if core::mem::take(&mut self.comma_pending) {
                         self.comma()?;
                     }
+                    self.element_body_starts();
                     self.whole(b"\"")?;
                 }
                 self.comma_pending = false;
-                if let Some(level) = self.stack.last_mut() {
-                    level.index += 1;
-                }
                 self.mode = Mode::InKey;
                 Ok(())
             }
@@ -437,13 +449,16 @@ impl Condenser {
         }
         let comma = core::mem::take(&mut self.comma_pending);
         let muted = self.muted();
-        if !muted && let Some(level) = self.stack.last_mut() {
+        // (An object's members are counted and marked at their keys.)
+        if !muted
+            && let Some(level) = self.stack.last_mut()
+            && !level.object
+        {
             level.written += 1;
-            let array = !level.object;
-            if array && level.role.cuttable() {
+            if level.role.cuttable() {
                 self.mark_element();
             }
-            if comma && array {
+            if comma {
                 self.comma()?;
             }
             self.element_body_starts();
@@ -591,7 +606,7 @@ impl Condenser {
             }
             if cut {
                 let pointer = self.pointer(&level.segment);
-                self.record_items(pointer, first, written, level.index);
+                self.record_items(pointer, first, written, level.index, level.object);
                 self.end_elements();
             }
         }

@@ -50,7 +50,7 @@ pub(super) fn run(shared: &Shared, commands: Receiver<Command>) {
                                 text: Vec::new(),
                                 carry: Vec::new(),
                                 binary: kind == SpillKind::Binary,
-                                json: matches!(kind, SpillKind::Elements { .. }),
+                                json: kind.first().is_some(),
                                 len: 0,
                             },
                         );
