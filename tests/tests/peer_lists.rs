@@ -20,18 +20,13 @@ use serde_json::json;
 const RUN_SECS: u64 = 300;
 const CLIENT_DEADLINE_SECS: u64 = 270;
 
-/// The Python SDK server's `hits(count)` through `proxy --clip <clip>`,
-/// checked by `list-client.mjs` against the same call made directly.
-async fn list_through(clip: &str, count: usize) {
-    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
-        return;
-    };
-    let Some(python) = peers::gate("the Python peer", peers::python()) else {
-        return;
-    };
-    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
-        return;
-    };
+/// The Python SDK server's `tool(count)` through `proxy --clip <clip>`,
+/// checked by `list-client.mjs` against the same call made directly; the
+/// client's summary.
+async fn through(clip: &str, tool: &str, count: usize) -> Option<serde_json::Value> {
+    let node = peers::gate("the Node.js peer", peers::node())?;
+    let python = peers::gate("the Python peer", peers::python())?;
+    let drainpipe = peers::gate("the drainpipe binary", peers::drainpipe())?;
     let server = python.server();
     let proxied = proxy_argv(&drainpipe, &["--clip", clip, "--metrics", "none"], &server);
     let direct = serde_json::to_string(&server).expect("argv");
@@ -39,7 +34,7 @@ async fn list_through(clip: &str, count: usize) {
     let deadline = CLIENT_DEADLINE_SECS.to_string();
     let mut args: Vec<&str> = vec![
         "--tool",
-        "hits",
+        tool,
         "--args",
         &tool_args,
         "--direct",
@@ -49,39 +44,71 @@ async fn list_through(clip: &str, count: usize) {
         "--",
     ];
     args.extend(proxied.iter().map(String::as_str));
-    let what = format!("python-sdk list of {count} through --clip {clip}");
+    let what = format!("python-sdk {tool}({count}) through --clip {clip}");
     let run = run_client(node.script("list-client.mjs", &args), RUN_SECS, &what).await;
-    let summary = &run.summary;
-    let arrays = summary["arrays"].as_array().expect("arrays");
-    // Both copies were seen, and at least one was shortened and read back
-    // (at 1 MB the blocks fit and the structured copy is cut).
-    for name in ["content", "structuredContent/result"] {
-        let array = arrays
-            .iter()
-            .find(|a| a["name"] == name)
-            .unwrap_or_else(|| panic!("{what}: no {name}: {summary}"));
-        assert_eq!(array["items"], json!(count), "{what}: {summary}");
-    }
-    assert!(
-        arrays.iter().any(|a| a["first"].is_u64()),
-        "{what}: nothing was cut: {summary}"
-    );
+    run.assert_nothing_left();
+    let summary = run.summary;
+    let cut = summary["arrays"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| a["first"].is_u64())
+        .count()
+        + summary["objects"].as_array().map_or(0, Vec::len);
+    assert!(cut > 0, "{what}: nothing was cut: {summary}");
     figure(
-        &format!("{what}: items kept inline"),
+        &format!("{what}: kept inline"),
         json!({
-            "content": arrays[0]["kept"],
-            "structured": arrays[1]["kept"],
+            "arrays": summary["arrays"],
+            "objects": summary["objects"],
             "result_bytes": summary["result_bytes"],
             "call_ms": summary["call_ms"],
         }),
     );
-    run.assert_nothing_left();
+    Some(summary)
+}
+
+/// `hits(count)`: both copies of the list seen, all items accounted for
+/// (at 1 MB the blocks fit and the structured copy is cut).
+async fn list_through(clip: &str, count: usize) {
+    let Some(summary) = through(clip, "hits", count).await else {
+        return;
+    };
+    let arrays = summary["arrays"].as_array().expect("arrays");
+    for name in ["content", "structuredContent/result"] {
+        let array = arrays
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {summary}"));
+        assert_eq!(array["items"], json!(count), "{summary}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_list_loses_nothing_at_the_budgets_install_writes() {
-    for clip in ["8000", "10000", "40000chars", "50000chars", "1MB", "25000tokens"] {
+    for clip in [
+        "8000",
+        "10000",
+        "40000chars",
+        "50000chars",
+        "1MB",
+        "25000tokens",
+    ] {
         list_through(clip, 5_000).await;
+    }
+}
+
+/// A `dict` of 5,000 hits (one text block, and the object itself as
+/// `structuredContent`): the text is cut and linked whole, the object
+/// keeps its first members and links the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_dict_loses_nothing() {
+    for clip in ["8000", "64KiB"] {
+        let Some(summary) = through(clip, "hit_map", 5_000).await else {
+            return;
+        };
+        assert_eq!(summary["objects"][0]["members"], json!(5_000), "{summary}");
+        assert_eq!(summary["texts"][0], "content/0/text", "{summary}");
     }
 }
 

@@ -123,6 +123,8 @@ async function main(summary) {
     const first = rest ? Number(rest.name.slice(`${name} from item `.length)) : whole.length;
     check(Number.isInteger(first) && first <= kept.length, `${name}: kept ${kept.length} items, the rest linked from item ${first}`);
     for (let i = 0; i < first; i++) {
+      // A block whose text was cut is checked below, through its link.
+      if (links.some((l) => l.name === `${name}/${i}/text`)) continue;
       check(isDeepStrictEqual(kept[i], whole[i]), `${name}: item ${i} is not the original's: ${preview(kept[i])} vs ${preview(whole[i])}`);
     }
     if (kept.length < whole.length || rest) {
@@ -154,10 +156,48 @@ async function main(summary) {
       }
     }
   }
+  // An object left out in part (a `dict` a tool returns): its members kept
+  // are the original's, and the rest holds every other one.
+  summary.objects = [];
+  for (const link of links) {
+    const match = /^(structuredContent(?:\/.*)?) from member (\d+)$/.exec(link.name);
+    if (!match) continue;
+    const [, name, first] = match;
+    const at = (result) => name.split("/").slice(1).reduce((v, key) => v?.[key], result.structuredContent);
+    const whole = at(original);
+    const kept = at(result);
+    check(whole && kept && typeof kept === "object", `${name}: an object in both results`);
+    const rest = JSON.parse((await readWhole(client, link.uri)).text);
+    for (const [key, value] of Object.entries(kept)) {
+      check(isDeepStrictEqual(value, whole[key]), `${name}/${key}: kept, but not the original's`);
+    }
+    for (const [key, value] of Object.entries(rest)) {
+      check(isDeepStrictEqual(value, whole[key]), `${name}/${key}: linked, but not the original's`);
+    }
+    const keys = Object.keys(whole);
+    const missing = keys.filter((key) => !(key in kept) && !(key in rest));
+    check(missing.length === 0, `${name}: ${missing.length} members neither kept nor linked: ${preview(missing)}`);
+    const keptCount = Object.keys(kept).length;
+    check(Number(first) === keptCount, `${name}: kept ${keptCount} members, the rest from member ${first}`);
+    const said = `${name}: kept ${keptCount} of ${keys.length} members, the rest from member ${first} at ${link.uri}`;
+    check(summary.notice.includes(said), `${name}: the notice says "${said}": ${summary.notice}`);
+    summary.objects.push({ name, members: keys.length, kept: keptCount });
+  }
+  // A cut text of a content block: its link holds it whole.
+  summary.texts = [];
+  for (const link of links) {
+    const match = /^content\/(\d+)\/text$/.exec(link.name);
+    if (!match) continue;
+    const want = original.content[Number(match[1])].text;
+    const { text } = await readWhole(client, link.uri);
+    check(text === want, `${link.name}: the linked text is not the original's (${text.length} of ${want.length} characters)`);
+    summary.texts.push(link.name);
+  }
   // Each item of both copies is kept or read back, checked above; the
-  // links are one per shortened array.
+  // links are one per shortened array or object, and one per cut text.
   const shortened = summary.arrays.filter((a) => a.first !== undefined).length;
-  check(links.length === shortened, `one link per shortened array: ${links.length} links, ${shortened} arrays`);
+  const expected = shortened + summary.objects.length + summary.texts.length;
+  check(links.length === expected, `one link per shortened array or object and per cut text: ${links.length} links, ${expected} expected: ${preview(summary.links)}`);
   await client.close();
 }
 
