@@ -38,6 +38,10 @@ impl SseConfig {
     /// the moment the limit is crossed and follows the rest to the event's
     /// blank line, keeping only its ids, so a server that sends a gigabyte
     /// in one event costs the host at most this many bytes (plus ids).
+    ///
+    /// It bounds ids too: an `id` value longer than this is ignored, as one
+    /// containing NUL is (only an event past the limit can hold one), so
+    /// the last event id is never longer than the limit.
     pub const fn with_max_event_bytes(mut self, max_event_bytes: usize) -> Self {
         self.max_event_bytes = max_event_bytes;
         self
