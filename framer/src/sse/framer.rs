@@ -9,6 +9,7 @@ use super::data::{DataCheck, Verdict};
 use super::event::{SseEvent, SseMessage};
 use super::fields::{Field, FieldReader, FieldSink};
 use super::lines::{LineSink, LineSplitter};
+use super::stats::SseStats;
 
 /// An incremental push parser for `text/event-stream` bodies (the WHATWG
 /// HTML server-sent events format, as MCP's Streamable HTTP transport
@@ -87,6 +88,7 @@ struct Assembly {
     retry_digits: bool,
     /// The last event id, as the rules' "last event ID string".
     last_event_id: Vec<u8>,
+    stats: SseStats,
 }
 
 impl SseFramer {
@@ -112,6 +114,7 @@ impl SseFramer {
                 retry: None,
                 retry_digits: false,
                 last_event_id: Vec::new(),
+                stats: SseStats::default(),
             },
         }
     }
@@ -125,6 +128,8 @@ impl SseFramer {
             emit: &mut on_event,
         };
         self.lines.push(chunk, &mut step);
+        self.event.stats.bytes_in += chunk.len() as u64;
+        self.event.note_buffered();
     }
 
     /// Ends the stream. An event cut off before its blank line is dropped,
@@ -145,6 +150,7 @@ impl SseFramer {
         let event = &mut self.event;
         if let Some(offset) = event.start {
             if event.discarding {
+                event.stats.oversize_bytes_dropped += event.len;
                 on_event(SseEvent::Discarded {
                     offset,
                     len: event.len,
@@ -154,6 +160,7 @@ impl SseFramer {
                     well_formed: false,
                 });
             } else {
+                event.stats.truncated += 1;
                 on_event(SseEvent::Truncated {
                     offset,
                     len: event.len,
@@ -164,6 +171,11 @@ impl SseFramer {
         event.clear();
         self.lines = LineSplitter::new();
         self.fields = FieldReader::new();
+    }
+
+    /// What the framer has seen so far.
+    pub fn stats(&self) -> &SseStats {
+        &self.event.stats
     }
 
     /// The last event id: what to send as `Last-Event-ID` to resume the
@@ -183,12 +195,23 @@ impl SseFramer {
     /// [`SseConfig::max_event_bytes`], or twice that past the limit (an
     /// event id and an id line being read); the last event id is apart.
     pub fn buffered(&self) -> usize {
-        let event = &self.event;
-        event.data.len() + event.event_type.len() + event.event_id.len() + event.id_line.len()
+        self.event.buffered()
     }
 }
 
 impl Assembly {
+    /// See [`SseFramer::buffered`].
+    fn buffered(&self) -> usize {
+        self.data.len() + self.event_type.len() + self.event_id.len() + self.id_line.len()
+    }
+
+    /// Records what is held now in the high-water mark: called where the
+    /// buffers are fullest (an event's end, the limit) and after each push.
+    fn note_buffered(&mut self) {
+        let held = self.buffered() as u64;
+        self.stats.buffered_high_water = self.stats.buffered_high_water.max(held);
+    }
+
     /// Forgets the event being read (not the last event id).
     fn clear(&mut self) {
         self.start = None;
@@ -234,11 +257,13 @@ impl<F: FnMut(SseEvent<'_>)> Step<'_, F> {
     fn dispatch(&mut self) {
         let event = &mut *self.event;
         let Some(offset) = event.start else { return };
+        event.note_buffered();
         if event.event_id_set {
             core::mem::swap(&mut event.last_event_id, &mut event.event_id);
         }
         if event.discarding {
             let well_formed = event.check.verdict() == Verdict::Message;
+            event.stats.oversize_bytes_dropped += event.len;
             (self.emit)(SseEvent::Discarded {
                 offset,
                 len: event.len,
@@ -249,6 +274,13 @@ impl<F: FnMut(SseEvent<'_>)> Step<'_, F> {
             });
         } else if event.has_data {
             let verdict = event.check.verdict();
+            let stats = &mut event.stats;
+            stats.largest_event = stats.largest_event.max(event.len);
+            match verdict {
+                Verdict::Message => stats.messages += 1,
+                Verdict::Malformed(_) => stats.malformed += 1,
+                Verdict::NotJson => stats.not_json += 1,
+            }
             let message = SseMessage {
                 offset,
                 len: event.len,
@@ -309,7 +341,9 @@ impl<F: FnMut(SseEvent<'_>)> Step<'_, F> {
     /// rest.
     fn begin_discarding(&mut self) {
         let event = &mut *self.event;
+        event.note_buffered();
         event.discarding = true;
+        event.stats.oversize += 1;
         event.check.retain_all(&event.data);
         let offset = event.start.unwrap_or(event.line_start);
         (self.emit)(SseEvent::Oversize {
@@ -330,6 +364,7 @@ struct Fields<'s, F> {
 
 impl<F: FnMut(SseEvent<'_>)> FieldSink for Fields<'_, F> {
     fn comment(&mut self) {
+        self.event.stats.comments += 1;
         (self.emit)(SseEvent::Comment {
             offset: self.event.line_start,
         });

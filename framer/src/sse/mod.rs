@@ -44,6 +44,7 @@ mod fields;
 mod framer;
 mod lines;
 pub mod owned;
+mod stats;
 #[cfg(test)]
 mod tests;
 
@@ -51,3 +52,4 @@ pub use config::SseConfig;
 pub use event::{SseEvent, SseMessage};
 pub use framer::SseFramer;
 pub use owned::{OwnedSseEvent, OwnedSseMessage};
+pub use stats::SseStats;

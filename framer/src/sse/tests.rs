@@ -407,6 +407,37 @@ fn an_id_longer_than_the_limit_is_ignored() {
 }
 
 #[test]
+fn the_counters_say_what_happened() {
+    let body = [
+        &b": ping\n\nid: 1\ndata: {\"id\":1,\"result\":0}\n\ndata: x\n\ndata: [\n\n"[..],
+        b"data: ",
+        &[b'x'; 100],
+        b"\n\ndata: {",
+    ]
+    .concat();
+    let mut framer = SseFramer::new(SMALL);
+    for chunk in body.chunks(7) {
+        framer.push(chunk, |_| {});
+    }
+    framer.finish(|_| {});
+    let stats = framer.stats();
+    assert_eq!(
+        (
+            stats.messages,
+            stats.not_json,
+            stats.malformed,
+            stats.comments
+        ),
+        (1, 1, 1, 1)
+    );
+    assert_eq!((stats.oversize, stats.oversize_bytes_dropped), (1, 106));
+    assert_eq!((stats.truncated, stats.largest_event), (1, 30));
+    assert_eq!(stats.bytes_in, body.len() as u64);
+    // The most held: the oversize event's data up to the limit.
+    assert_eq!(stats.buffered_high_water, 34);
+}
+
+#[test]
 fn finish_readies_the_framer_for_a_reconnection() {
     let mut framer = SseFramer::new(SseConfig::default());
     let mut events: Vec<OwnedSseEvent> = Vec::new();

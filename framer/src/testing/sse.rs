@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 
 use super::naive::{nesting_depth, serde_accepts};
 use super::{OwnedEnvelope, serde_envelope};
-use crate::sse::{OwnedSseEvent, OwnedSseMessage, SseConfig, SseFramer};
+use crate::sse::{OwnedSseEvent, OwnedSseMessage, SseConfig, SseFramer, SseStats};
 
 /// What the reference predicts of one event: everything but what only a
 /// streaming parser knows (the envelope recorded before a limit or an
@@ -117,7 +117,38 @@ pub fn run_sse(config: SseConfig, body: &[u8], lengths: &[usize], eof: bool) -> 
         framer.finish(|event| events.push(event.into()));
         assert_sse_memory_bound(&framer, config);
     }
+    assert_stats_agree(&framer, &events, body.len());
     events
+}
+
+/// Panics unless the framer's counters say what its events say.
+fn assert_stats_agree(framer: &SseFramer, events: &[OwnedSseEvent], pushed: usize) {
+    let mut want = SseStats::default();
+    for event in events {
+        match event {
+            OwnedSseEvent::Message(m) => {
+                want.messages += 1;
+                want.largest_event = want.largest_event.max(m.len);
+            }
+            OwnedSseEvent::NotJson(m) => {
+                want.not_json += 1;
+                want.largest_event = want.largest_event.max(m.len);
+            }
+            OwnedSseEvent::Malformed { message, .. } => {
+                want.malformed += 1;
+                want.largest_event = want.largest_event.max(message.len);
+            }
+            OwnedSseEvent::Comment { .. } => want.comments += 1,
+            OwnedSseEvent::Oversize { .. } => want.oversize += 1,
+            OwnedSseEvent::Discarded { len, .. } => want.oversize_bytes_dropped += len,
+            OwnedSseEvent::Truncated { .. } => want.truncated += 1,
+            OwnedSseEvent::Retry { .. } => {}
+        }
+    }
+    want.bytes_in = pushed as u64;
+    let stats = *framer.stats();
+    want.buffered_high_water = stats.buffered_high_water;
+    assert_eq!(stats, want, "counters against events");
 }
 
 /// Panics if `framer` holds more than its limit allows: the event being
@@ -131,6 +162,7 @@ pub fn assert_sse_memory_bound(framer: &SseFramer, config: SseConfig) {
         framer.buffered()
     );
     assert!(framer.last_event_id().len() <= max);
+    assert!(framer.stats().buffered_high_water <= max.saturating_mul(2) as u64);
 }
 
 /// Where a body's lines lie: (offset, content, ended by a line end).
