@@ -27,7 +27,8 @@
 #   DRAINPIPE_DIST_FEATURES  default "component otel": the CLI's default features
 #                            but `tokens`, whose o200k_base tables are 32 MB of
 #                            the 50 MB binary (see BENCHMARKS.md); "default"
-#                            ships them too
+#                            ships them too; "none" builds without any (no
+#                            sandbox, no OpenTelemetry: what CI's tests need)
 #
 # Needs rustup, node with npm, python3; installs the Rust targets, and
 # maturin, cargo-zigbuild and ziglang (from PyPI, into release/.venv), and
@@ -94,7 +95,11 @@ for target in "${targets[@]}"; do
     name="$(platform "$target")"
     say "building $target ($name), profile $profile, features: $features"
     flags=(--profile "$profile" --target "$target")
-    [ "$features" = default ] || flags+=(--no-default-features --features "$features")
+    case "$features" in
+        default) ;;
+        none) flags+=(--no-default-features) ;;
+        *) flags+=(--no-default-features --features "$features") ;;
+    esac
     case "$target" in
         # Static musl binaries run on glibc systems too: tag both.
         *linux-musl) flags+=(--zig --compatibility manylinux2014 musllinux_1_2) ;;

@@ -135,6 +135,18 @@ cargo build --quiet -p drainpipe-cli --bin drainpipe
 DRAINPIPE_REQUIRE_PEERS=1 DRAINPIPE_BIN="$PWD/target/debug/drainpipe" \
     node --test tests/peers/node/guarded-transport.test.mjs
 
+step "release packages: npm tarballs and the wheel, installed offline, under the SDK client"
+# release/test-packages.sh builds the Linux x86_64 wheel and npm packages
+# with release/dist.sh (its own build directory, target/dist), installs
+# them offline into a fresh npm prefix, venv and uv cache, and drives
+# `npx drainpipe proxy` and `uvx drainpipe proxy` with the TypeScript SDK
+# client. The checks need the packaging and the proxy, not the sandbox or
+# OpenTelemetry, nor LTO and full optimisation, which two cores pay many
+# minutes for (BENCHMARKS.md): CI builds without them. The shipped build
+# and the other four targets are release/dist.sh's, run by hand.
+DRAINPIPE_DIST_FEATURES=none CARGO_PROFILE_DIST_LTO=false CARGO_PROFILE_DIST_CODEGEN_UNITS=16 \
+    CARGO_PROFILE_DIST_OPT_LEVEL=1 bash release/test-packages.sh
+
 if [ "${DRAINPIPE_SKIP_BROWSER:-0}" != 1 ]; then
     step "the component in headless Chromium"
     if ! command -v chromium >/dev/null 2>&1; then
@@ -148,7 +160,7 @@ if [ "${DRAINPIPE_PRUNE:-0}" = 1 ]; then
     # needs nothing from target/debug, so a one-shot run frees ~3 GB here
     # and peaks at about half the disk.
     step "pruning target/debug before the fuzz build"
-    rm -rf target/debug target/x86_64-pc-windows-gnu
+    rm -rf target/debug target/x86_64-pc-windows-gnu target/dist
     disk
 fi
 
