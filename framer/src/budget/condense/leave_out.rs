@@ -231,12 +231,12 @@ impl Condenser {
 }
 
 /// Whether `level` is written and not cut yet, and is an array in
-/// `result` or an object in `structuredContent` (a `dict` a tool returns,
-/// whose members a schema does not fix): one whose items may be left out,
-/// and which keeps a link for its rest.
+/// `result` or an object in `structuredContent` outside any array (a
+/// `dict` a tool returns, not a record in a list): one whose items may be
+/// left out, and which keeps a link for its rest.
 pub(super) fn may_cut(level: &Level) -> bool {
     let role = match level.object {
-        true => matches!(level.role, Role::Structured),
+        true => matches!(level.role, Role::Structured) && !level.in_array,
         false => level.role.cuttable(),
     };
     role && !level.muted && !level.cut

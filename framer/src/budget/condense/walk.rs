@@ -108,9 +108,12 @@ pub(super) struct Level {
     /// Arrays whose last elements are kept (`last.rs`): where the array
     /// starts in the output, and the bytes its first elements may take.
     pub(super) first_share: Option<(usize, usize)>,
-    /// Arrays: where the element being written started, to leave it out
-    /// whole (`leave_out.rs`).
+    /// Arrays, and objects in `structuredContent`: where the element or
+    /// member being written started, to leave it out whole (`leave_out.rs`).
     pub(super) element: Option<ElementMark>,
+    /// It is inside an array (an element or in one): an object here is a
+    /// record, whose members are never left out.
+    pub(super) in_array: bool,
     /// Blocks: where the block starts in the output, and whether its
     /// binary value did not fit (the block is then replaced).
     pub(super) block_start: usize,
@@ -143,6 +146,7 @@ impl Level {
             cut: false,
             first_share: None,
             element: None,
+            in_array: false,
             block_start: 0,
             replace: false,
             block_type: Vec::new(),
@@ -496,6 +500,7 @@ impl Condenser {
         // Writing it may have left out the element it starts.
         let muted = self.muted();
         let mut level = Level::new(object, role, muted, segment);
+        level.in_array = self.stack.last().is_some_and(|p| !p.object || p.in_array);
         if !muted {
             self.reserve += 1;
             if role == Role::Block {
