@@ -35,7 +35,7 @@ pub struct CondenseInput {
 pub fn check_condense(input: &CondenseInput) {
     // (Not 0: an input that runs out of bytes reads 0.)
     let large = input.large == 1;
-    let line = tool_response_scaled(&mut Rng::new(input.seed), if large { 1 } else { 50 });
+    let line = tool_response_scaled(&mut Rng::new(input.seed), if large { 1 } else { 200 });
     let budget = if large {
         MIN_CONDENSE_BUDGET + usize::from(input.budget) * 16
     } else {
