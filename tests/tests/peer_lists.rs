@@ -24,13 +24,33 @@ const CLIENT_DEADLINE_SECS: u64 = 270;
 /// checked by `list-client.mjs` against the same call made directly; the
 /// client's summary.
 async fn through(clip: &str, tool: &str, count: usize) -> Option<serde_json::Value> {
-    let node = peers::gate("the Node.js peer", peers::node())?;
     let python = peers::gate("the Python peer", peers::python())?;
+    let summary = call_through(
+        clip,
+        &python.server(),
+        tool,
+        &json!({ "count": count }),
+        true,
+    )
+    .await?;
+    Some(summary)
+}
+
+/// `tool(arguments)` of `server` through `proxy --clip <clip>`, checked by
+/// `list-client.mjs` against the same call made directly (`must_cut`: the
+/// answer is over the budget); the client's summary.
+async fn call_through(
+    clip: &str,
+    server: &[String],
+    tool: &str,
+    arguments: &serde_json::Value,
+    must_cut: bool,
+) -> Option<serde_json::Value> {
+    let node = peers::gate("the Node.js peer", peers::node())?;
     let drainpipe = peers::gate("the drainpipe binary", peers::drainpipe())?;
-    let server = python.server();
-    let proxied = proxy_argv(&drainpipe, &["--clip", clip, "--metrics", "none"], &server);
-    let direct = serde_json::to_string(&server).expect("argv");
-    let tool_args = json!({ "count": count }).to_string();
+    let proxied = proxy_argv(&drainpipe, &["--clip", clip, "--metrics", "none"], server);
+    let direct = serde_json::to_string(server).expect("argv");
+    let tool_args = arguments.to_string();
     let deadline = CLIENT_DEADLINE_SECS.to_string();
     let mut args: Vec<&str> = vec![
         "--tool",
@@ -44,7 +64,7 @@ async fn through(clip: &str, tool: &str, count: usize) -> Option<serde_json::Val
         "--",
     ];
     args.extend(proxied.iter().map(String::as_str));
-    let what = format!("python-sdk {tool}({count}) through --clip {clip}");
+    let what = format!("{tool}({tool_args}) through --clip {clip}");
     let run = run_client(node.script("list-client.mjs", &args), RUN_SECS, &what).await;
     run.assert_nothing_left();
     let summary = run.summary;
@@ -54,8 +74,9 @@ async fn through(clip: &str, tool: &str, count: usize) -> Option<serde_json::Val
         .flatten()
         .filter(|a| a["first"].is_u64())
         .count()
-        + summary["objects"].as_array().map_or(0, Vec::len);
-    assert!(cut > 0, "{what}: nothing was cut: {summary}");
+        + summary["objects"].as_array().map_or(0, Vec::len)
+        + summary["texts"].as_array().map_or(0, Vec::len);
+    assert!(!must_cut || cut > 0, "{what}: nothing was cut: {summary}");
     figure(
         &format!("{what}: kept inline"),
         json!({
@@ -119,5 +140,63 @@ async fn a_python_dict_loses_nothing() {
 async fn a_list_of_twenty_thousand_loses_nothing() {
     for clip in ["10000", "1MB"] {
         list_through(clip, 20_000).await;
+    }
+}
+
+/// A tree of `files` files in nested directories, for server-filesystem;
+/// removed when dropped.
+struct Tree(std::path::PathBuf);
+
+impl Tree {
+    fn new(files: usize) -> Tree {
+        let dir = std::env::temp_dir().join(format!("drainpipe-lists-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for n in 0..files {
+            let sub = dir
+                .join(format!("pkg-{}", n % 40))
+                .join(format!("mod-{}", n % 7));
+            std::fs::create_dir_all(&sub).expect("mkdir");
+            std::fs::write(sub.join(format!("file-{n}.rs")), "fn main() {}\n").expect("write");
+        }
+        Tree(std::fs::canonicalize(&dir).expect("the tree"))
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The official filesystem server's listings: `directory_tree` (a JSON
+/// text, and its mirror in `structuredContent`) and `search_files` (a path
+/// a line), over 3,000 files: cut texts linked whole, at the budgets
+/// `install` writes for VS Code, Codex and Gemini CLI.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_filesystem_listings_lose_nothing() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let tree = Tree::new(3_000);
+    let server = node.filesystem_server(&tree.0);
+    let path = tree.0.display().to_string();
+    for clip in ["8000", "10000", "40000chars"] {
+        for (tool, arguments) in [
+            ("directory_tree", json!({ "path": path })),
+            (
+                "search_files",
+                json!({ "path": path, "pattern": "**/file-1*.rs" }),
+            ),
+        ] {
+            let Some(summary) = call_through(clip, &server, tool, &arguments, true).await else {
+                return;
+            };
+            assert!(
+                summary["texts"]
+                    .as_array()
+                    .is_some_and(|t| t.iter().any(|t| t == "content/0/text")),
+                "{tool} at {clip}: the cut text is linked: {summary}"
+            );
+        }
     }
 }

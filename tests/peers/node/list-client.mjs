@@ -124,7 +124,7 @@ async function main(summary) {
     check(Number.isInteger(first) && first <= kept.length, `${name}: kept ${kept.length} items, the rest linked from item ${first}`);
     for (let i = 0; i < first; i++) {
       // A block whose text was cut is checked below, through its link.
-      if (links.some((l) => l.name === `${name}/${i}/text`)) continue;
+      if (links.some((l) => l.name.startsWith(`${name}/${i}/`))) continue;
       check(isDeepStrictEqual(kept[i], whole[i]), `${name}: item ${i} is not the original's: ${preview(kept[i])} vs ${preview(whole[i])}`);
     }
     if (kept.length < whole.length || rest) {
@@ -183,12 +183,13 @@ async function main(summary) {
     check(summary.notice.includes(said), `${name}: the notice says "${said}": ${summary.notice}`);
     summary.objects.push({ name, members: keys.length, kept: keptCount });
   }
-  // A cut text of a content block: its link holds it whole.
+  // A cut text (a block's, or its mirror in structuredContent): its link
+  // holds it whole. The link's name is the text's place in the result.
   summary.texts = [];
   for (const link of links) {
-    const match = /^content\/(\d+)\/text$/.exec(link.name);
-    if (!match) continue;
-    const want = original.content[Number(match[1])].text;
+    if (/ from (item|member) \d+$/.test(link.name)) continue;
+    const want = link.name.split("/").reduce((v, key) => v?.[key], original);
+    check(typeof want === "string", `${link.name}: no text there in the direct call's result`);
     const { text } = await readWhole(client, link.uri);
     check(text === want, `${link.name}: the linked text is not the original's (${text.length} of ${want.length} characters)`);
     summary.texts.push(link.name);
