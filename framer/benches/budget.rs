@@ -174,5 +174,51 @@ fn condense_bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, search_hits_bench, condense_bench);
+/// A list as the Python SDK writes it: a text block per hit (its JSON,
+/// pretty-printed) and the list again in `structuredContent.result`,
+/// condensed with links (each item kept whole or in an array's rest) at
+/// the budgets `install` writes for VS Code and a generous host, beside
+/// parsing the frame with `serde_json`, which any host that looks inside a
+/// response pays.
+fn condense_list_bench(c: &mut Criterion) {
+    let hits: Vec<Value> = (0..5_000)
+        .map(|n| json!({"path": format!("src/file-{n}.rs"), "line": n, "text": format!("item-{n}: fn «ünïcødé» \"q\"\t{n}")}))
+        .collect();
+    let blocks: Vec<Value> = hits
+        .iter()
+        .map(|hit| json!({"text": serde_json::to_string_pretty(hit).unwrap(), "type": "text"}))
+        .collect();
+    let frame = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 2, "result": {"content": blocks, "isError": false, "structuredContent": {"result": hits}}}))
+        .expect("a Value serialises");
+    let condense = |frame: &[u8], budget: usize| {
+        let mut condenser = Condenser::new(budget)
+            .and_then(Condenser::with_links)
+            .expect("budget");
+        let mut spilled = 0usize;
+        for piece in frame.chunks(64 << 10) {
+            condenser
+                .feed_spilling(piece, &mut |event| {
+                    if let drainpipe_framer::budget::Spill::Raw { bytes, .. } = event {
+                        spilled += bytes.len();
+                    }
+                })
+                .expect("condenses");
+        }
+        (condenser.finish().expect("condenses"), spilled)
+    };
+    let mut group = c.benchmark_group("budget/condense_python_list_5000");
+    group.throughput(Throughput::Bytes(frame.len() as u64));
+    group.sample_size(20);
+    group.bench_function("serde_json_from_slice_value", |b| {
+        b.iter(|| serde_json::from_slice::<Value>(black_box(&frame)).unwrap())
+    });
+    for budget in [8_000, 64 << 10] {
+        group.bench_function(format!("condense_linked_{budget}"), |b| {
+            b.iter(|| condense(black_box(&frame), budget))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, search_hits_bench, condense_bench, condense_list_bench);
 criterion_main!(benches);
