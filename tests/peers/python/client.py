@@ -35,7 +35,7 @@ async def exercise(session: ClientSession, options: dict, summary: dict) -> None
     await session.initialize()
     tools = await session.list_tools()
     names = sorted(tool.name for tool in tools.tools)
-    check(names == ["echo", "huge", "read_text", "slow"], f"tools/list: {names}")
+    check(names == ["echo", "hit_map", "hits", "huge", "read_text", "slow"], f"tools/list: {names}")
 
     texts = [f"call {i} «ünïcødé» \"quoted\" {'y' * (i * 40)}" for i in range(50)]
     answers = [None] * len(texts)
