@@ -12,7 +12,7 @@
 # output already built (as release/dist.sh leaves it). Then, from that
 # output alone, in fresh directories, with nothing from any registry:
 #   1. npm: the packed tarballs into a fresh prefix (`npm install --offline`);
-#      `npx drainpipe`, the shim's signals, DRAINPIPE_BINARY, the message
+#      `npx drainpipe`, the shim's signals and exit code, DRAINPIPE_BINARY, the message
 #      when the platform package is missing, and `install` writing npx;
 #   2. pip: the wheel into a fresh venv (`pip install --no-index`);
 #   3. uvx: `uvx --offline --from WHEEL drainpipe` (uv from PyPI when missing),
@@ -143,6 +143,10 @@ got="$(cd "$prefix" && bounded 60 "npx drainpipe --version" npx --offline drainp
 (cd "$prefix" && checks "npx drainpipe" npx --offline drainpipe)
 signal_reaches_server "the npm shim" "$prefix/node_modules/.bin/drainpipe"
 (cd "$prefix" && signal_reaches_server "npx drainpipe" npx --offline drainpipe)
+status=0
+(cd "$prefix" && timeout 60 npx --offline drainpipe proxy -- sh -c 'exit 7' </dev/null >/dev/null 2>&1) || status=$?
+[ "$status" -eq 7 ] || die "npx drainpipe proxy -- (a server that exits 7) exited $status, not 7"
+echo "packages: npx drainpipe exits with the server's own code (7)"
 got="$(cd "$prefix" && DRAINPIPE_BINARY=/bin/echo bounded 60 "DRAINPIPE_BINARY" npx --offline drainpipe from-echo)"
 [ "$got" = from-echo ] || die "DRAINPIPE_BINARY was not run: $got"
 config="$scratch/claude_desktop_config.json"
