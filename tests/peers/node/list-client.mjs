@@ -8,8 +8,13 @@
 // page by page); `drainpipe_read` finds the last item by pattern; the
 // notice counts each array's items.
 //
-//   node list-client.mjs --tool NAME --args JSON --direct JSON-ARGV
+//   node list-client.mjs --tool NAME --args JSON [--direct JSON-ARGV] [--expect-hits N]
 //        [--deadline-s S] -- <drainpipe proxy --clip … -- server command…>
+//
+// `--expect-hits N`: the Python peer's `hits(N)` as the SDK writes it, built
+// here; for a list too large for the client to take straight from the
+// server (the TypeScript client closes its transport past 10 MiB). With
+// `--direct` too, it is checked to be what the server answers.
 //
 // The last stdout line is a JSON summary, which the Rust test
 // (tests/tests/peer_lists.rs) reads. Every check throws on failure (exit 1).
@@ -33,10 +38,25 @@ const option = (name, fallback) => {
 const tool = option("--tool");
 const toolArgs = JSON.parse(option("--args", "{}"));
 const direct = JSON.parse(option("--direct", "[]"));
+const expectHits = option("--expect-hits");
 const deadlineS = Number(option("--deadline-s", "240"));
-if (!tool || direct.length === 0) {
-  console.error("list-client.mjs: --tool and --direct are required");
+if (!tool || (direct.length === 0 && expectHits === undefined)) {
+  console.error("list-client.mjs: --tool and --direct or --expect-hits are required");
   process.exit(2);
+}
+
+/// `hits(count)` of tests/peers/python/server.py, as the Python SDK writes
+/// it: a block per hit (its JSON, indented by two) and the list.
+function pythonHits(count) {
+  const hits = [];
+  for (let n = 0; n < count; n++) {
+    hits.push({ path: `src/file-${n}.rs`, line: n, text: `item-${n}: fn «ünïcødé» "q"\t${n}` });
+  }
+  return {
+    content: hits.map((hit) => ({ type: "text", text: JSON.stringify(hit, null, 2) })),
+    structuredContent: { result: hits },
+    isError: false,
+  };
 }
 
 const CALL = { timeout: 120_000 };
@@ -90,11 +110,24 @@ function arrays(result) {
 }
 
 async function main(summary) {
-  // The original, straight from the server.
-  const plain = await connect(direct);
-  const original = await plain.callTool({ name: tool, arguments: toolArgs }, undefined, CALL);
-  await plain.close();
-  check(!original.isError, `the direct call failed: ${preview(original.content)}`);
+  // The original, straight from the server, or built here.
+  let original;
+  if (direct.length > 0) {
+    const plain = await connect(direct);
+    original = await plain.callTool({ name: tool, arguments: toolArgs }, undefined, CALL);
+    await plain.close();
+    check(!original.isError, `the direct call failed: ${preview(original.content)}`);
+  }
+  if (expectHits !== undefined) {
+    const built = pythonHits(Number(expectHits));
+    if (original) {
+      for (const key of ["content", "structuredContent"]) {
+        check(isDeepStrictEqual(built[key], original[key]), `--expect-hits: the ${key} built here is not the server's`);
+      }
+      summary.expect_checked = true;
+    }
+    original ??= built;
+  }
   summary.original_bytes = Buffer.byteLength(JSON.stringify(original));
 
   // Through the proxy.
