@@ -74,7 +74,7 @@ else
     out="$DRAINPIPE_PACKAGES"
 fi
 version="$(node -p 'require(process.argv[1]).version' "$out/npm-staged/drainpipe/package.json")"
-wheel="$(ls "$out"/wheels/drainpipe-"$version"-*x86_64*.whl)"
+wheel="$(ls "$out"/wheels/drainpipe-"$version"-*musllinux_1_2_x86_64.whl)"
 main_tgz="$out/npm/drainpipe-$version.tgz"
 x64_tgz="$out/npm/drainpipe-linux-x64-$version.tgz"
 [ -f "$main_tgz" ] && [ -f "$x64_tgz" ] || die "no packed npm packages in $out/npm"
@@ -210,7 +210,14 @@ for platform in darwin-x64 darwin-arm64; do
     [ "$platform" = darwin-arm64 ] && want='Mach-O 64-bit arm64 executable'
     file -b "$out/bin/$platform/drainpipe" | grep -qF "$want" ||
         die "$platform: $(file -b "$out/bin/$platform/drainpipe"), not $want"
-    echo "packages: $platform: $want"
+    # The libraries it loads are named in its header (the first pages): the
+    # system's own (libSystem, libiconv), no framework, which zig could not
+    # have linked without Apple's SDK and which would not load everywhere.
+    ! head -c 65536 "$out/bin/$platform/drainpipe" | grep -aq '/System/Library/Frameworks/' ||
+        die "$platform: links an Apple framework"
+    head -c 65536 "$out/bin/$platform/drainpipe" | grep -aq '/usr/lib/libSystem.B.dylib' ||
+        die "$platform: no libSystem in its header"
+    echo "packages: $platform: $want, loading libSystem and no framework"
 done
 if [ -f "$out/bin/win32-x64/drainpipe.exe" ]; then
     say "win32-x64: header checked (the wine tests run the workspace's Windows build)"
