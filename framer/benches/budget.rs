@@ -220,5 +220,10 @@ fn condense_list_bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, search_hits_bench, condense_bench, condense_list_bench);
+criterion_group!(
+    benches,
+    search_hits_bench,
+    condense_bench,
+    condense_list_bench
+);
 criterion_main!(benches);

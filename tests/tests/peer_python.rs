@@ -62,7 +62,10 @@ async fn python_sdk_server_behind_the_guarded_session() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, ["echo", "hit_map", "hits", "huge", "read_text", "slow"]);
+    assert_eq!(
+        names,
+        ["echo", "hit_map", "hits", "huge", "read_text", "slow"]
+    );
     let huge = within(
         60,
         "huge, whole",
