@@ -76,8 +76,14 @@ impl Condenser {
             // A short text, or one no link is left for, is not cut in an
             // array's element: the element is left out whole, from the
             // start of this piece (what was written of it is taken back).
-            let read = self.string.as_ref().map_or(0, |s| s.read());
-            let short = read < (self.budget / SHORT_SHARE) as u64;
+            // (Its length so far is what it kept, not what the piece read
+            // holds: the decision must not depend on how the input is
+            // split.)
+            let so_far = self
+                .string
+                .as_ref()
+                .map_or(0, |s| self.out.len() - s.out_start);
+            let short = so_far < self.budget / SHORT_SHARE;
             let unlinked = self.linking && !self.link_free();
             if short || unlinked {
                 let written = whole_piece.len() - piece.len();

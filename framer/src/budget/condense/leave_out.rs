@@ -26,10 +26,11 @@
 //! cut text, a cut array or a reported value is not taken out; its text is
 //! then cut as before.
 //!
-//! Links are kept for the arrays: a value is reported for spilling only
-//! while a link is left for every array still open that may be cut
-//! (`link_free`), so that the rest of each array, the one value that
-//! carries most of what is left out, always has its link.
+//! Links are kept for the arrays: a string is reported for spilling only
+//! while a link is left for every array still open that may be cut, and
+//! two more for arrays to come (`link_free`), so that the rest of each
+//! array, the one value that carries most of what is left out, has its
+//! link.
 //!
 //! Separate because it undoes what the other stages wrote: the output, the
 //! room kept back for the element's open containers and string, the texts
@@ -40,6 +41,12 @@ use alloc::vec::Vec;
 use super::links::brackets;
 use super::walk::{Level, Role};
 use super::{Condenser, MAX_LINKS, REPLACEMENT_ROOM, Spill, SpillKind};
+
+/// Links kept, besides one for each array open, for the rests of arrays
+/// (and objects) not open yet: `structuredContent` comes after `content`,
+/// and its arrays after the texts of `content` were cut. A text with no
+/// link left for it is not cut where its element can be left out.
+const LATER_RESTS: usize = 2;
 
 /// A text shorter than this fraction (1/n) of the budget is short: cut, it
 /// would lose its meaning, so the element that holds it is left out whole
@@ -54,9 +61,11 @@ pub(super) struct ElementMark {
     /// Output position after the comma: where its own bytes start; `None`
     /// while the comma is being written.
     body: Option<usize>,
-    /// Texts tracked, values reported and cuts made before it started.
+    /// Texts tracked and cuts made before it started. (A value reported
+    /// from inside it was cut there, or was a text tracked in it and
+    /// shrunk: both seen by these. Values reported since that lie before
+    /// it, texts shrunk to give it room, do not keep it in.)
     texts: usize,
-    spilled: usize,
     cuts: u64,
 }
 
@@ -88,7 +97,6 @@ impl Condenser {
             start: self.out.len(),
             body: None,
             texts: self.texts.len(),
-            spilled: self.spilled.len(),
             cuts: self.inner_cuts,
         };
         if let Some(level) = self.stack.last_mut() {
@@ -104,12 +112,27 @@ impl Condenser {
         }
     }
 
-    /// Whether a value may be reported for spilling now: links are on and
-    /// one is left besides those kept for the arrays still open that may
-    /// be cut.
+    /// Whether a string (a text or a binary value) may be reported for
+    /// spilling now: links are on, and one is left besides those kept for
+    /// the arrays still open that may be cut and `LATER_RESTS` more.
     pub(super) fn link_free(&self) -> bool {
+        self.links_left() > LATER_RESTS
+    }
+
+    /// Whether the rest of an array (or an object) just cut may be
+    /// reported: a link is left besides those kept for the others open.
+    pub(super) fn rest_link_free(&self) -> bool {
+        self.links_left() > 0
+    }
+
+    /// Links left, besides those kept for the arrays (and objects) still
+    /// open that may be cut.
+    fn links_left(&self) -> usize {
         let open = self.stack.iter().filter(|l| may_cut(l)).count();
-        self.linking && self.spilled.len() + open < MAX_LINKS
+        match self.linking {
+            true => MAX_LINKS.saturating_sub(self.spilled.len() + open),
+            false => 0,
+        }
     }
 
     /// Takes the element being written of the innermost array whose element
@@ -186,7 +209,6 @@ impl Condenser {
         };
         may_cut(level)
             && level.index > 0
-            && mark.spilled == self.spilled.len()
             && mark.cuts == self.inner_cuts
             && self
                 .texts

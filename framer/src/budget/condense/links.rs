@@ -17,8 +17,8 @@ use core::fmt::Write as _;
 use super::record::{NOTICE_END, NOTICE_HEAD};
 use super::walk::Role;
 use super::{
-    Condenser, Digits, LINK_NOTICE, LINK_ROOM, Link, Links, MAX_LINK_FIELD, MAX_LINKS, NOTICE_SLOT,
-    Spill, SpillKind, Spilled,
+    Condenser, Digits, LINK_NOTICE, LINK_ROOM, Link, Links, MAX_LINK_FIELD, NOTICE_SLOT, Spill,
+    SpillKind, Spilled,
 };
 
 impl Condenser {
@@ -147,7 +147,11 @@ impl Condenser {
     /// Numbers a value to report, if links are on and there is room for
     /// its link.
     pub(super) fn number_spilled(&mut self, kind: SpillKind, pointer: Vec<u8>) -> Option<u32> {
-        if !self.link_free() {
+        let free = match kind {
+            SpillKind::Text | SpillKind::Binary => self.link_free(),
+            _ => self.rest_link_free(),
+        };
+        if !free {
             return None;
         }
         let value = self.spilled.len() as u32;
@@ -223,14 +227,11 @@ impl Links {
     /// line): it has a counterpart there (an array's rest starting no later
     /// than this one was cut), or it lies in the rest of an array these
     /// links cut that has one. So renumbered, nothing is neither kept nor
-    /// linked. (Past [`MAX_LINKS`] reported, values may go unlinked anyway.)
+    /// linked.
     pub(crate) fn rests_covered_by(&self, reported: Option<&Links>) -> bool {
         let Some(reported) = reported else {
             return self.values.is_empty();
         };
-        if reported.values.len() >= MAX_LINKS {
-            return true;
-        }
         // The rests linked once renumbered: their pointers and first items.
         let rests: Vec<(&str, u64)> = self
             .values

@@ -76,11 +76,6 @@ impl Str {
         self.policy = Policy::Muted;
         written
     }
-
-    /// Raw bytes of its contents read so far.
-    pub(super) fn read(&self) -> u64 {
-        self.len
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
