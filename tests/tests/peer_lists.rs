@@ -40,6 +40,18 @@ async fn through(
     .await
 }
 
+/// A `--clip` in bytes, as a number of bytes (`8000`, `8KiB`, `1MB`).
+fn budget_bytes(clip: &str) -> Option<u64> {
+    let digits = clip.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let number: u64 = digits.parse().ok()?;
+    match &clip[digits.len()..] {
+        "" => Some(number),
+        "KiB" => Some(number << 10),
+        "MB" => Some(number * 1_000_000),
+        _ => None,
+    }
+}
+
 /// What the client compares the proxied answer with.
 #[derive(Clone, Copy, PartialEq)]
 enum Original {
@@ -100,6 +112,14 @@ async fn call_through(
         + summary["objects"].as_array().map_or(0, Vec::len)
         + summary["texts"].as_array().map_or(0, Vec::len);
     assert!(cut > 0, "{what}: nothing was cut: {summary}");
+    // Within a budget in bytes (the result as the client re-serialises it,
+    // without the response's envelope, is no larger than on the wire).
+    if let Some(bytes) = budget_bytes(clip) {
+        assert!(
+            summary["result_bytes"].as_u64().is_some_and(|n| n <= bytes),
+            "{what}: over {bytes} bytes: {summary}"
+        );
+    }
     if let Original::DirectAndHits(_) = original {
         assert_eq!(summary["expect_checked"], json!(true), "{what}: {summary}");
     }
