@@ -181,15 +181,8 @@ fn condense_bench(c: &mut Criterion) {
 /// parsing the frame with `serde_json`, which any host that looks inside a
 /// response pays.
 fn condense_list_bench(c: &mut Criterion) {
-    let hits: Vec<Value> = (0..5_000)
-        .map(|n| json!({"path": format!("src/file-{n}.rs"), "line": n, "text": format!("item-{n}: fn «ünïcødé» \"q\"\t{n}")}))
-        .collect();
-    let blocks: Vec<Value> = hits
-        .iter()
-        .map(|hit| json!({"text": serde_json::to_string_pretty(hit).unwrap(), "type": "text"}))
-        .collect();
-    let frame = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 2, "result": {"content": blocks, "isError": false, "structuredContent": {"result": hits}}}))
-        .expect("a Value serialises");
+    let (_, line) = drainpipe_framer::testing::condense::python_hits_response(5_000);
+    let frame = line.into_bytes();
     let condense = |frame: &[u8], budget: usize| {
         let mut condenser = Condenser::new(budget)
             .and_then(Condenser::with_links)

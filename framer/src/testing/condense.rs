@@ -167,6 +167,23 @@ pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
     line.into_bytes()
 }
 
+/// The response of a Python SDK tool returning `count` search hits as a
+/// `list` of models, the way the SDK writes it: a text block per hit (its
+/// JSON, indented by two), the list again in `structuredContent.result`,
+/// the members inside `result` sorted, `id` first. Every hit has an
+/// escape, a tab and multibyte characters. The hits, and the line.
+pub fn python_hits_response(count: usize) -> (Vec<Value>, String) {
+    let hits: Vec<Value> = (0..count)
+        .map(|n| json!({"path": format!("src/file-{n}.rs"), "line": n, "text": format!("item-{n}: fn «ünïcødé» \"q\"\t{n}")}))
+        .collect();
+    let blocks: Vec<Value> = hits
+        .iter()
+        .map(|hit| json!({"text": serde_json::to_string_pretty(hit).unwrap_or_default(), "type": "text"}))
+        .collect();
+    let line = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": blocks, "isError": false, "structuredContent": {"result": hits}}});
+    (hits, line.to_string())
+}
+
 /// Search hits as a Python SDK tool returns a `list` of models: small
 /// objects, a few hundred bytes at most, sometimes thousands of them
 /// (counts divided by `scale`).
@@ -929,7 +946,7 @@ pub fn kept_ends(original: &str, kept: &str) -> bool {
 }
 
 /// A content block with a binary value, replaced by the notice text block.
-fn is_replacement(original: &Value, kept: &Value) -> bool {
+pub(super) fn is_replacement(original: &Value, kept: &Value) -> bool {
     let binary = original.get("data").is_some()
         || original
             .get("resource")

@@ -174,7 +174,7 @@ impl Walk<'_> {
             }
             (Value::Array(o), Value::Array(k)) => self.array(o, k, at),
             (Value::Object(o), Value::Object(k)) => {
-                if replaced_binary(original, kept) {
+                if super::condense::is_replacement(original, kept) {
                     return self.replaced(original, at);
                 }
                 // An object cut: its members not kept are in its rest.
@@ -263,19 +263,4 @@ impl Walk<'_> {
             Err(format!("{path}: left out, and not linked"))
         }
     }
-}
-
-/// Whether `kept` is the text block that replaced `original`'s binary
-/// value.
-fn replaced_binary(original: &Value, kept: &Value) -> bool {
-    let binary = original.get("data").is_some()
-        || original
-            .get("resource")
-            .and_then(|r| r.get("blob"))
-            .is_some();
-    binary
-        && kept["type"] == "text"
-        && kept["text"]
-            .as_str()
-            .is_some_and(|t| t.starts_with("[drainpipe]") && t.contains("left out"))
 }

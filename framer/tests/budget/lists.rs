@@ -6,23 +6,9 @@
 use drainpipe_framer::budget::{Condensed, Keep, SpillKind};
 use drainpipe_framer::testing::condense::{
     SpilledRaw, check_condensed, check_nothing_lost, check_spilled, condense_linked_keeping,
+    python_hits_response,
 };
 use serde_json::{Value, json};
-
-/// A Python SDK tool returning `list[Hit]`: a text block per hit (its JSON,
-/// pretty-printed) and the list again in `structuredContent.result`, the
-/// members inside `result` sorted, `id` first.
-fn python_list(count: usize) -> (Vec<Value>, String) {
-    let hits: Vec<Value> = (0..count)
-        .map(|n| json!({"path": format!("src/file-{n}.rs"), "line": n, "text": format!("item-{n}: fn «ünïcødé» \"q\"\t{n}")}))
-        .collect();
-    let blocks: Vec<Value> = hits
-        .iter()
-        .map(|hit| json!({"text": serde_json::to_string_pretty(hit).unwrap(), "type": "text"}))
-        .collect();
-    let line = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": blocks, "isError": false, "structuredContent": {"result": hits}}});
-    (hits, line.to_string())
-}
 
 fn condensed(line: &str, budget: usize, keep: Keep) -> (Value, Condensed, Vec<SpilledRaw>) {
     let (outcome, spilled) =
@@ -50,7 +36,7 @@ fn rest(spilled: &[SpilledRaw], pointer: &str) -> (usize, Vec<Value>) {
 
 #[test]
 fn a_python_list_keeps_whole_items_and_links_the_rest_of_both_copies() {
-    let (hits, line) = python_list(5_000);
+    let (hits, line) = python_hits_response(5_000);
     for budget in [8_000, 8 << 10, 10_000, 64 << 10] {
         for keep in [Keep::Head, Keep::Ends] {
             let (value, _, spilled) = condensed(&line, budget, keep);
@@ -101,7 +87,7 @@ fn a_python_list_keeps_whole_items_and_links_the_rest_of_both_copies() {
 
 #[test]
 fn without_links_the_notice_counts_what_each_array_left_out() {
-    let (_, line) = python_list(5_000);
+    let (_, line) = python_hits_response(5_000);
     let outcome = drainpipe_framer::testing::condense::condense_split(line.as_bytes(), 8_000, &[])
         .expect("condenses");
     check_condensed(line.as_bytes(), 8_000, &outcome).unwrap_or_else(|e| panic!("{e}"));
@@ -126,7 +112,7 @@ fn without_links_the_notice_counts_what_each_array_left_out() {
 #[test]
 fn the_oracle_fails_when_an_arrays_link_is_dropped() {
     // The mutation the oracle must catch: the rest of an array not linked.
-    let (_, line) = python_list(5_000);
+    let (_, line) = python_hits_response(5_000);
     let (_, outcome, spilled) = condensed(&line, 8 << 10, Keep::Head);
     for pointer in ["/content", "/structuredContent/result"] {
         let mut dropped = spilled.clone();

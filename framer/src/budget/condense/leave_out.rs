@@ -38,7 +38,6 @@
 
 use alloc::vec::Vec;
 
-use super::links::brackets;
 use super::walk::{Level, Role};
 use super::{Condenser, MAX_LINKS, REPLACEMENT_ROOM, Spill, SpillKind};
 
@@ -222,13 +221,7 @@ impl Condenser {
     /// not yet reported starts (for `scan`).
     pub(super) fn report_left_out(&mut self, spill: &mut dyn FnMut(Spill<'_>)) -> Option<usize> {
         let left = self.left_out.take()?;
-        let (value, _) = self.elements?;
-        let kind = self.spilled.get(value as usize)?.0.kind;
-        spill(Spill::Start { value, kind });
-        spill(Spill::Raw {
-            value,
-            bytes: brackets(kind).0,
-        });
+        let value = self.open_rest(spill)?;
         spill(Spill::Raw {
             value,
             bytes: &left.bytes,

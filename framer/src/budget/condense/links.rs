@@ -110,13 +110,7 @@ impl Condenser {
         };
         match step {
             ElementsStep::Begin => {
-                let (value, _) = self.elements?;
-                let kind = self.spilled.get(value as usize)?.0.kind;
-                spill(Spill::Start { value, kind });
-                spill(Spill::Raw {
-                    value,
-                    bytes: brackets(kind).0,
-                });
+                self.open_rest(spill)?;
                 Some(at)
             }
             ElementsStep::Element => {
@@ -142,6 +136,19 @@ impl Condenser {
                 None
             }
         }
+    }
+
+    /// Starts the report of the rest being reported (`elements`): its
+    /// start and its opening bracket. Returns its number.
+    pub(super) fn open_rest(&mut self, spill: &mut dyn FnMut(Spill<'_>)) -> Option<u32> {
+        let (value, _) = self.elements?;
+        let kind = self.spilled.get(value as usize)?.0.kind;
+        spill(Spill::Start { value, kind });
+        spill(Spill::Raw {
+            value,
+            bytes: brackets(kind).0,
+        });
+        Some(value)
     }
 
     /// Numbers a value to report, if links are on and there is room for
