@@ -1,7 +1,7 @@
 // Types for drainpipe-framer/budget (budget.js).
 
 /** The smallest budget the condenser works in, in bytes. */
-export declare const MIN_CONDENSE_BUDGET: 3256;
+export declare const MIN_CONDENSE_BUDGET: 3496;
 
 /** How to condense: the budget's unit and what a cut text keeps. */
 export interface CondenseOptions {

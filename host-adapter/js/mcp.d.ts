@@ -63,7 +63,7 @@ export interface GuardedStdioServerParameters {
   /** JSON nesting depth limit (128). */
   maxDepth?: number;
   /**
-   * Content budget in bytes (at least 3256): a tools/call result larger than
+   * Content budget in bytes (at least 3496): a tools/call result larger than
    * this, even over `maxFrameBytes`, is condensed into a valid result marked
    * truncated (`_meta["io.drainpipe/truncated"]`), as `drainpipe proxy --clip`.
    */

@@ -399,8 +399,8 @@ export class GuardedStdioClientTransport {
     if (server.clip !== undefined) {
       // The budget component's smallest budget (budget.js MIN_CONDENSE_BUDGET),
       // checked here without loading that component yet.
-      if (!Number.isInteger(server.clip) || server.clip < 3256) {
-        throw new RangeError(`clip must be an integer of at least 3256 bytes, not ${server.clip}`);
+      if (!Number.isInteger(server.clip) || server.clip < 3496) {
+        throw new RangeError(`clip must be an integer of at least 3496 bytes, not ${server.clip}`);
       }
       this.#clip = server.clip;
     }

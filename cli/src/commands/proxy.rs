@@ -37,7 +37,7 @@ pub(crate) struct ProxyArgs {
     /// cut. In bytes of the whole response
     /// (`256KiB`), or in what a host shows the model: characters
     /// (`50000chars`, UTF-16 units as JavaScript counts them) or tokens
-    /// (`25000tokens`, by OpenAI's o200k_base). At least 3256 of any unit.
+    /// (`25000tokens`, by OpenAI's o200k_base). At least 3496 of any unit.
     /// Off by default: a result over --max-frame is then an error for its
     /// request.
     #[arg(long, value_name = "SIZE", value_parser = parse_clip)]
