@@ -136,8 +136,8 @@ impl Condenser {
 
     /// Takes the element being written of the innermost array whose element
     /// holds nothing cut (or a member of an object: see the module docs)
-    /// back out of the output, and cuts its container in front of it. Returns whether it did; if not,
-    /// nothing changed.
+    /// back out of the output, and cuts its container in front of it.
+    /// Returns whether it did; if not, nothing changed.
     pub(super) fn leave_out_element(&mut self) -> bool {
         if self.replacing || self.left_out.is_some() {
             return false;
