@@ -6,8 +6,8 @@
 
 use drainpipe_framer::sse::SseConfig;
 use drainpipe_framer::testing::sse::{
-    SseOutcome, check_bytes, check_lines, recipe_lines, reference_sse, run_sse, sse_config,
-    sse_outcomes,
+    SseOutcome, check_bytes, check_lines, check_relay, join_lines, recipe_lines, reference_sse,
+    run_sse, sse_config, sse_outcomes,
 };
 
 fn lengths(raw: &[u8]) -> Vec<usize> {
@@ -65,5 +65,35 @@ fn an_oversize_event_costs_the_limit_and_the_next_one_is_read() {
             ),
             "{outcomes:?}"
         );
+    }
+}
+
+#[test]
+fn the_relay_passes_on_what_the_framer_keeps() {
+    bolero::check!()
+        .with_type::<(Vec<u8>, Vec<u8>, Vec<u8>, bool, bool)>()
+        .for_each(|(recipe, ends, splits, raw, eof)| {
+            let body = if *raw {
+                recipe.clone()
+            } else {
+                join_lines(&recipe_lines(recipe), ends, true)
+            };
+            check_relay(&body, &lengths(splits), *eof);
+        });
+}
+
+#[test]
+fn the_relay_passes_a_large_event_on_in_pieces() {
+    // Data far larger than anything a framer would keep, split at every
+    // kind of boundary: the pieces rebuild it and the id written last
+    // names the request.
+    let body = [
+        &b"id: 9\r\nevent: message\r\ndata: {\"result\":\""[..],
+        &vec![b'x'; 1 << 20],
+        b"\",\r\ndata: \"jsonrpc\":\"2.0\",\"id\":2}\r\n\r\n: ping\n\n",
+    ]
+    .concat();
+    for split in [&[][..], &[1], &[4093, 7], &[65536]] {
+        check_relay(&body, split, true);
     }
 }

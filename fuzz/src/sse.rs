@@ -2,7 +2,9 @@
 //! from SSE pieces with a mix of line ends and on raw bytes, in pieces cut
 //! where the input says: see `drainpipe_framer::testing::sse`.
 
-use drainpipe_framer::testing::sse::{check_bytes, check_lines, recipe_lines, sse_config};
+use drainpipe_framer::testing::sse::{
+    check_bytes, check_lines, check_relay, join_lines, recipe_lines, sse_config,
+};
 
 /// One fuzz input, decoded from bytes: a selector byte (the limits), a
 /// flags byte (bit 0: the stream ends; bit 1: its last line does), then
@@ -83,6 +85,8 @@ pub fn check_sse(input: &SseInput) {
         input.eof,
     );
     check_bytes(config, &input.raw, &lengths, input.eof);
+    check_relay(&input.raw, &lengths, input.eof);
+    check_relay(&join_lines(&lines, &input.ends, input.ended), &lengths, input.eof);
 }
 
 /// Seeds: bodies as the SDKs send them (priming event, `event: message`,

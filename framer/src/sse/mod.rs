@@ -44,6 +44,7 @@ mod fields;
 mod framer;
 mod lines;
 pub mod owned;
+mod relay;
 mod stats;
 #[cfg(test)]
 mod tests;
@@ -52,4 +53,5 @@ pub use config::SseConfig;
 pub use event::{SseEvent, SseMessage};
 pub use framer::SseFramer;
 pub use owned::{OwnedSseEvent, OwnedSseMessage};
+pub use relay::{MAX_EVENT_ID_BYTES, MAX_EVENT_TYPE_BYTES, RelayEnd, RelayEvent, SseRelay};
 pub use stats::SseStats;

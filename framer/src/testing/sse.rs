@@ -518,3 +518,113 @@ pub fn check_bytes(config: SseConfig, body: &[u8], lengths: &[usize], eof: bool)
     let events = run_sse(config, body, lengths, eof);
     assert_eq!(sse_outcomes(&events), reference_sse(&config, body, eof));
 }
+
+/// What [`crate::sse::SseRelay`] reports of one event or line, reduced to
+/// what the framer also reports: dispatched events with their data
+/// reassembled, cut-off events, comments and retries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum RelayOutcome {
+    /// An event with data, at its blank line. `verdict`: 0 message, 1 not
+    /// JSON, 2 malformed. `envelope` only for a message.
+    Dispatched {
+        data: Vec<u8>,
+        event_type: Option<Vec<u8>>,
+        last_event_id: Vec<u8>,
+        len: u64,
+        verdict: u8,
+        envelope: Option<OwnedEnvelope>,
+    },
+    CutOff {
+        len: u64,
+    },
+    Comment,
+    Retry {
+        millis: u64,
+    },
+}
+
+/// Runs `body` through a [`crate::sse::SseRelay`] in `lengths` and
+/// through an [`SseFramer`] with no event limit, and panics unless they
+/// agree on every event: the relay's data pieces, joined, are the framer's
+/// data; ids, types, lengths, verdicts and envelopes are the same. Also
+/// panics if a relayed data piece holds a line end.
+pub fn check_relay(body: &[u8], lengths: &[usize], eof: bool) {
+    use crate::sse::{RelayEvent, SseRelay};
+    let limit = body.len() + 1;
+    let config = SseConfig::default().with_max_event_bytes(limit);
+    let mut want = Vec::new();
+    for event in run_sse(config, body, lengths, eof) {
+        let dispatched = |m: OwnedSseMessage, verdict: u8| RelayOutcome::Dispatched {
+            event_type: (m.event_type.len() <= crate::sse::MAX_EVENT_TYPE_BYTES)
+                .then_some(m.event_type),
+            data: m.data,
+            last_event_id: m.last_event_id,
+            len: m.len,
+            verdict,
+            envelope: (verdict == 0).then_some(m.envelope),
+        };
+        want.push(match event {
+            OwnedSseEvent::Message(m) => dispatched(m, 0),
+            OwnedSseEvent::NotJson(m) => dispatched(m, 1),
+            OwnedSseEvent::Malformed { message, .. } => dispatched(message, 2),
+            OwnedSseEvent::Comment { .. } => RelayOutcome::Comment,
+            OwnedSseEvent::Retry { millis } => RelayOutcome::Retry { millis },
+            OwnedSseEvent::Truncated { len, .. } => RelayOutcome::CutOff { len },
+            other => panic!("no limit, yet {other:?}"),
+        });
+    }
+    let mut relay = SseRelay::new(crate::Config::DEFAULT_MAX_DEPTH, limit);
+    let mut got = Vec::new();
+    let mut data = Vec::new();
+    let mut on = |event: RelayEvent<'_>| match event {
+        RelayEvent::Data(piece) => {
+            assert!(
+                !piece.contains(&b'\n') && !piece.contains(&b'\r'),
+                "{piece:?}"
+            );
+            data.extend_from_slice(piece);
+        }
+        RelayEvent::DataBreak => data.push(b'\n'),
+        RelayEvent::Type(_) => {}
+        RelayEvent::Comment => got.push(RelayOutcome::Comment),
+        RelayEvent::Retry { millis } => got.push(RelayOutcome::Retry { millis }),
+        RelayEvent::End(end) => {
+            let data = core::mem::take(&mut data);
+            if !end.complete {
+                got.push(RelayOutcome::CutOff { len: end.len });
+            } else if end.has_data {
+                let verdict = match end.invalid {
+                    None => 0,
+                    Some(None) => 1,
+                    Some(Some(_)) => 2,
+                };
+                got.push(RelayOutcome::Dispatched {
+                    data,
+                    event_type: (!end.event_type_cut).then(|| end.event_type.to_vec()),
+                    last_event_id: end.last_event_id.to_vec(),
+                    len: end.len,
+                    verdict,
+                    envelope: (verdict == 0).then(|| OwnedEnvelope::from(end.envelope)),
+                });
+            }
+        }
+    };
+    let mut rest = body;
+    let mut cycle = lengths.iter().cycle();
+    let mut step = 0;
+    while !rest.is_empty() {
+        step += 1;
+        let n = match cycle.next() {
+            Some(&n) if step <= body.len() * 2 + 16 => n.min(rest.len()),
+            _ => rest.len(),
+        };
+        let (chunk, tail) = rest.split_at(n);
+        relay.push(chunk, &mut on);
+        rest = tail;
+    }
+    if eof {
+        relay.finish(&mut on);
+    }
+    assert_eq!(got, want, "the relay against the framer");
+}
