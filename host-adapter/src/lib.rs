@@ -13,6 +13,8 @@
 //!   behind a reader that never stops reading.
 //! - [`proxy`]: a transparent stdio proxy that puts the transport limit
 //!   (and optionally the content budget) in front of any MCP server.
+//! - `remote` (default feature `remote`): a remote server over Streamable
+//!   HTTP or HTTP+SSE as the proxy's server ([`proxy::run_remote`]).
 //! - `rmcp` (feature `rmcp`): the session as a transport for the official
 //!   Rust MCP SDK's client.
 //! - [`server`]: the server side, for tool authors: bounded subprocesses and
@@ -30,6 +32,8 @@ pub mod component;
 mod condense;
 mod pipe;
 pub mod proxy;
+#[cfg(feature = "remote")]
+pub mod remote;
 #[cfg(feature = "rmcp")]
 pub mod rmcp;
 pub mod server;

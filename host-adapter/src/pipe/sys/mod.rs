@@ -32,6 +32,8 @@ mod windows;
 use windows as imp;
 
 pub(crate) use imp::JOBS_DIE_WITH_OWNER;
+#[cfg(feature = "remote")]
+pub(crate) use imp::exit_status_of;
 pub(crate) use imp::{Group, exit_signal, kill_process, lead_new_group, lead_new_group_std};
 pub(crate) use imp::{ProcessEntry, process_table};
 pub(crate) use imp::{create_private_dir, create_private_file, owned_by_me, process_exists};

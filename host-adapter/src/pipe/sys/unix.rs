@@ -98,6 +98,13 @@ pub(crate) fn exit_signal(status: &ExitStatus) -> Option<i32> {
     status.signal()
 }
 
+/// The status of a process that exited with `code` (a remote session's
+/// end, told as a child's).
+#[cfg(feature = "remote")]
+pub(crate) fn exit_status_of(code: i32) -> ExitStatus {
+    std::os::unix::process::ExitStatusExt::from_raw((code & 0xff) << 8)
+}
+
 /// Ends the process `pid` now (SIGKILL).
 pub(crate) fn kill_process(pid: u32) -> io::Result<()> {
     let pid = i32::try_from(pid).map_err(|_| io::Error::other("pid does not fit a pid_t"))?;

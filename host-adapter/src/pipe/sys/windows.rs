@@ -157,6 +157,13 @@ pub(crate) fn exit_signal(_status: &ExitStatus) -> Option<i32> {
     None
 }
 
+/// The status of a process that exited with `code` (a remote session's
+/// end, told as a child's).
+#[cfg(feature = "remote")]
+pub(crate) fn exit_status_of(code: i32) -> ExitStatus {
+    std::os::windows::process::ExitStatusExt::from_raw(code as u32)
+}
+
 /// Ends the process `pid` now (`TerminateProcess`).
 pub(crate) fn kill_process(pid: u32) -> io::Result<()> {
     let process = ffi::open_process(pid, ffi::PROCESS_TERMINATE)?;
