@@ -17,7 +17,9 @@ use drainpipe_framer::budget::{Clip, Keep};
 /// Run an MCP server behind a guarded stdio proxy.
 ///
 /// Put `drainpipe proxy --` in front of the server command in a host's
-/// configuration. Both
+/// configuration, or `drainpipe proxy --url https://…/mcp` in place of a
+/// remote server's URL (the host then starts drainpipe as a stdio server).
+/// Both
 /// directions are framed with a transport limit; an oversize or malformed
 /// message is never forwarded, and the request it answered gets a JSON-RPC
 /// error instead; stray lines on the server's stdout go to stderr; the
@@ -81,16 +83,64 @@ pub(crate) struct ProxyArgs {
     /// it) never write the same file; without it the last one wins.
     #[arg(long, value_name = "PATH")]
     metrics_file: Option<PathBuf>,
+    /// A remote server instead of a command: its MCP endpoint over
+    /// Streamable HTTP (`https://…/mcp`), or over the older HTTP+SSE
+    /// transport, tried when the server refuses the first POST (see
+    /// --transport). Every guarantee above holds for its answers.
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "URL", conflicts_with = "sandbox")]
+    url: Option<String>,
+    /// With --url: a header sent on every request (`Authorization: Bearer
+    /// ${TOKEN}`); repeat for more. `${NAME}` is replaced by the environment
+    /// variable NAME, so a token stays out of the host's configuration
+    /// file. Header values are never written to logs, metrics or errors.
+    #[cfg(feature = "remote")]
+    #[arg(long = "header", value_name = "NAME: VALUE", requires = "url", value_parser = parse_header)]
+    headers: Vec<(String, String)>,
+    /// With --url: `auto` (Streamable HTTP, then HTTP+SSE if the first POST
+    /// gets 400, 404 or 405), `streamable-http`, or `sse` (the URL is the
+    /// HTTP+SSE stream).
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "KIND", default_value = "auto", requires = "url")]
+    transport: TransportArg,
+    /// With --url: the longest an answer may send nothing, keep-alive
+    /// comments included; past it its request gets an error instead of a
+    /// hang. Also bounds connecting.
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, requires = "url")]
+    idle_timeout: Duration,
     /// The server command and its arguments, after `--` or not (for hosts
     /// that swallow `--`): every word from the first one that is not a
     /// proxy option on belongs to the server.
     #[arg(
-        required = true,
+        required_unless_present = "url",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "SERVER COMMAND"
     )]
     server: Vec<String>,
+}
+
+/// `--transport`.
+#[cfg(feature = "remote")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum TransportArg {
+    Auto,
+    StreamableHttp,
+    Sse,
+}
+
+/// `Name: value`, split at the first colon.
+#[cfg(feature = "remote")]
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or_else(|| "a header is `Name: value`".to_string())?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!("{name:?} is not a header name"));
+    }
+    Ok((name.to_string(), value.trim().to_string()))
 }
 
 /// How the exit metrics are written.
@@ -106,8 +156,30 @@ enum MetricsFormat {
 
 /// Runs `drainpipe proxy`; returns the exit code (the server's).
 pub(crate) fn run(args: ProxyArgs) -> i32 {
+    #[cfg(feature = "remote")]
+    let remote = args.url.as_ref().map(|url| {
+        let mut remote = drainpipe_host::remote::RemoteConfig::new(url.clone());
+        remote.headers = args.headers.clone();
+        remote.idle_timeout = args.idle_timeout;
+        remote.transport = match args.transport {
+            TransportArg::Auto => drainpipe_host::remote::Transport::Auto,
+            TransportArg::StreamableHttp => drainpipe_host::remote::Transport::StreamableHttp,
+            TransportArg::Sse => drainpipe_host::remote::Transport::Sse,
+        };
+        remote
+    });
+    #[cfg(not(feature = "remote"))]
+    let remote: Option<()> = None;
+    if remote.is_some() && !args.server.is_empty() {
+        eprintln!("drainpipe proxy: --url or a server command, not both");
+        return super::EXIT_USAGE;
+    }
     // Without `--`, a mistyped option would be taken for the server command.
-    if args.server[0].starts_with('-') {
+    if args
+        .server
+        .first()
+        .is_some_and(|word| word.starts_with('-'))
+    {
         eprintln!(
             "drainpipe proxy: unknown option {}: the server command comes after the proxy's options (see --help)",
             args.server[0]
@@ -149,12 +221,24 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         }
     };
     let (sink, closer) = StderrSink::stderr();
-    let mut command = tokio::process::Command::new(&args.server[0]);
-    command.args(&args.server[1..]);
     let runtime = super::runtime();
     let outcome = runtime.block_on(async {
         let stop = CancellationToken::new();
         watch_signals(stop.clone(), sink.clone())?;
+        #[cfg(feature = "remote")]
+        if let Some(remote) = &remote {
+            return proxy::run_remote(
+                remote,
+                config,
+                proxy::host_stdin(),
+                proxy::host_stdout(),
+                sink.clone(),
+                stop,
+            )
+            .await;
+        }
+        let mut command = tokio::process::Command::new(&args.server[0]);
+        command.args(&args.server[1..]);
         proxy::run(
             command,
             config,
@@ -186,6 +270,10 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
             } else {
                 outcome.exit_code()
             }
+        }
+        Err(error) if args.server.is_empty() => {
+            sink.line(&format!("could not use --url: {error}"));
+            super::EXIT_USAGE
         }
         Err(error) => {
             sink.line(&format!("could not start `{}`: {error}", args.server[0]));

@@ -192,8 +192,149 @@ pub async fn run(
     sink: StderrSink,
     stop: CancellationToken,
 ) -> io::Result<ProxyOutcome> {
-    let started = Instant::now();
     let spawned = process::spawn(command)?;
+    let server = ServerEnd {
+        input: Box::new(spawned.stdin),
+        output: Box::new(spawned.stdout),
+        stderr: Some(spawned.stderr),
+        failures: None,
+        control: ServerControl::Child(spawned.control),
+    };
+    serve(server, config, host_in, host_out, sink, stop).await
+}
+
+/// Proxies between the host's `host_in` / `host_out` and the remote server
+/// `remote` (Streamable HTTP, or HTTP+SSE): the same guarantees as [`run`]
+/// for a child, every message to the server a POST, every answer body and
+/// the server's own stream read as its output (see `remote`). Ends when
+/// the host closes its input (the session is then ended with `DELETE`),
+/// when the server ends the session, or at `stop`. Fails at once only for
+/// a URL or header that cannot be used.
+#[cfg(feature = "remote")]
+pub async fn run_remote(
+    remote: &crate::remote::RemoteConfig,
+    config: ProxyConfig,
+    host_in: impl AsyncRead + Unpin + Send + 'static,
+    host_out: impl AsyncWrite + Unpin + Send + 'static,
+    sink: StderrSink,
+    stop: CancellationToken,
+) -> io::Result<ProxyOutcome> {
+    let connection =
+        crate::remote::connect(remote, config.framer, config.clip.is_some(), sink.clone())?;
+    let server = ServerEnd {
+        input: Box::new(connection.input),
+        output: Box::new(connection.output),
+        stderr: None,
+        failures: Some(connection.failures),
+        control: ServerControl::Remote(connection.control),
+    };
+    serve(server, config, host_in, host_out, sink, stop).await
+}
+
+/// The server the proxy talks to: a child's three pipes, or the remote
+/// bridge's two line streams.
+struct ServerEnd {
+    input: Box<dyn AsyncWrite + Unpin + Send>,
+    output: Box<dyn AsyncRead + Unpin + Send>,
+    stderr: Option<tokio::process::ChildStderr>,
+    /// Requests the server's transport failed (the remote bridge): each is
+    /// answered with its error if still waiting.
+    failures: Option<mpsc::Receiver<Failure>>,
+    control: ServerControl,
+}
+
+/// A request the server's transport could not get an answer for: the id as
+/// the host wrote it, the code and the message of its error.
+pub(crate) struct Failure {
+    pub(crate) id: Vec<u8>,
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    /// `data.drainpipe.limitBytes`, for an answer over the limit.
+    pub(crate) limit: Option<u64>,
+}
+
+/// How the server ends: a process group to wait for and signal, or a
+/// remote session.
+enum ServerControl {
+    Child(process::ProcessControl),
+    #[cfg(feature = "remote")]
+    Remote(crate::remote::Control),
+}
+
+impl ServerControl {
+    /// Waits until the server has ended on its own.
+    async fn ended(&self) -> ExitStatus {
+        match self {
+            ServerControl::Child(control) => loop {
+                if let Some(status) = control.wait_exit(Duration::from_secs(3600)).await {
+                    break status;
+                }
+            },
+            #[cfg(feature = "remote")]
+            ServerControl::Remote(control) => sys::exit_status_of(control.ended().await),
+        }
+    }
+
+    /// Its input is closed: waits for it to end, then ends it (a child:
+    /// SIGTERM, SIGKILL, what it left in its group; a remote session: its
+    /// bodies dropped), each step bounded by `timeouts`.
+    async fn stop(&self, timeouts: ShutdownTimeouts) -> process::Stopped {
+        match self {
+            ServerControl::Child(control) => control.stop(timeouts).await,
+            #[cfg(feature = "remote")]
+            ServerControl::Remote(control) => {
+                let mut ending = process::Ending::Exited;
+                let code = match tokio::time::timeout(timeouts.after_close, control.ended()).await {
+                    Ok(code) => code,
+                    Err(_) => {
+                        ending = process::Ending::Terminated;
+                        control.abort();
+                        tokio::time::timeout(timeouts.after_term, control.ended())
+                            .await
+                            .unwrap_or(1)
+                    }
+                };
+                process::Stopped {
+                    status: Some(sys::exit_status_of(code)),
+                    ending,
+                    killed: false,
+                    leftovers_killed: false,
+                }
+            }
+        }
+    }
+
+    /// Asks the server to end now.
+    fn terminate(&self) {
+        match self {
+            ServerControl::Child(control) => {
+                control.signal_group(Stop::Terminate);
+            }
+            #[cfg(feature = "remote")]
+            ServerControl::Remote(control) => control.abort(),
+        }
+    }
+
+    fn what(&self) -> &'static str {
+        match self {
+            ServerControl::Child(_) => "SIGTERM to the server",
+            #[cfg(feature = "remote")]
+            ServerControl::Remote(_) => "ending the remote session",
+        }
+    }
+}
+
+/// The proxy between the host and `server`, until the server ends.
+async fn serve(
+    server: ServerEnd,
+    config: ProxyConfig,
+    host_in: impl AsyncRead + Unpin + Send + 'static,
+    host_out: impl AsyncWrite + Unpin + Send + 'static,
+    sink: StderrSink,
+    stop: CancellationToken,
+) -> io::Result<ProxyOutcome> {
+    let started = Instant::now();
+    let spawned = server;
     let control = spawned.control;
     let metrics = Arc::new(Mutex::new(ProxyMetrics::default()));
     let in_flight = Arc::new(Mutex::new(InFlight::default()));
@@ -285,13 +426,13 @@ pub async fn run(
         host_done.cancel();
     });
     let server_writer = tokio::spawn(write_lines(
-        spawned.stdin,
+        spawned.input,
         to_server_rx,
         Some(server_replies_rx),
         close_server_stdin.clone(),
         WriterEnd::FramesClosed,
     ));
-    let server_output = tokio::spawn(server_reader.run(spawned.stdout));
+    let server_output = tokio::spawn(server_reader.run(spawned.output));
     let finish_host = CancellationToken::new();
     let host_writer = tokio::spawn(write_lines(
         host_out,
@@ -300,16 +441,26 @@ pub async fn run(
         CancellationToken::new(),
         WriterEnd::Finish(finish_host.clone()),
     ));
-    let stderr_pump = tokio::spawn(drain_stderr(spawned.stderr, sink.clone(), metrics.clone()));
+    if let Some(failures) = spawned.failures {
+        tokio::spawn(answer_failures(
+            failures,
+            in_flight.clone(),
+            metrics.clone(),
+            observer.clone(),
+            host_replies.clone(),
+        ));
+    }
+    let stderr_pump = spawned
+        .stderr
+        .map(|stderr| tokio::spawn(drain_stderr(stderr, sink.clone(), metrics.clone())));
 
-    let forever = Duration::from_secs(3600);
     let mut kills = 0u64;
     let status = tokio::select! {
         // A failed framer first: it also ends its reader, which would look
         // like the host's end of input.
         biased;
         () = failed.cancelled() => None,
-        status = async { loop { if let Some(status) = control.wait_exit(forever).await { break status } } } => Some(status),
+        status = control.ended() => Some(status),
         () = host_eof.cancelled() => {
             // Every host message read was queued; the writer closes stdin
             // once it has written them, or now if the server stopped reading.
@@ -335,12 +486,13 @@ pub async fn run(
     let status = match status {
         Some(status) => Some(status),
         None if stop.is_cancelled() || failed.is_cancelled() => {
-            sink.line(if failed.is_cancelled() {
-                "a framer failed: SIGTERM to the server"
+            let what = control.what();
+            sink.line(&if failed.is_cancelled() {
+                format!("a framer failed: {what}")
             } else {
-                "asked to stop: SIGTERM to the server"
+                format!("asked to stop: {what}")
             });
-            control.signal_group(Stop::Terminate);
+            control.terminate();
             close_server_stdin.cancel();
             let timeouts = ShutdownTimeouts {
                 after_close: config.shutdown.after_term,
@@ -361,7 +513,9 @@ pub async fn run(
     let output_ended = tokio::time::timeout(config.shutdown.after_kill, server_output)
         .await
         .is_ok();
-    let _ = tokio::time::timeout(config.shutdown.after_kill, stderr_pump).await;
+    if let Some(pump) = stderr_pump {
+        let _ = tokio::time::timeout(config.shutdown.after_kill, pump).await;
+    }
     let mut waiting = in_flight.lock().expect("in flight").drain();
     // The proxy's own server/discover is nobody's to answer; the resource
     // requests held for its answer are the host's.
@@ -421,6 +575,37 @@ pub async fn run(
         store.close();
     }
     Ok(ProxyOutcome { status, metrics })
+}
+
+/// Answers each request the server's transport failed, unless it was
+/// answered or failed already: exactly one answer per request.
+async fn answer_failures(
+    mut failures: mpsc::Receiver<Failure>,
+    in_flight: Arc<Mutex<InFlight>>,
+    metrics: Arc<Mutex<ProxyMetrics>>,
+    observer: observe::Observer,
+    replies: mpsc::Sender<Vec<u8>>,
+) {
+    while let Some(failure) = failures.recv().await {
+        if !in_flight.lock().expect("in flight").fail(&failure.id) {
+            continue;
+        }
+        observer.failed(&failure.id, failure.code, &failure.message);
+        let sizes = failure.limit.map(|limit| [("limitBytes", limit)]);
+        let line = jsonrpc::sized_error_line(
+            &failure.id,
+            failure.code,
+            &failure.message,
+            sizes.as_ref().map_or(&[][..], |sizes| &sizes[..]),
+        );
+        let sent = replies.send(line).await.is_ok();
+        let mut metrics = metrics.lock().expect("metrics");
+        if sent {
+            metrics.errors_sent += 1;
+        } else {
+            metrics.errors_dropped += 1;
+        }
+    }
 }
 
 async fn drain_stderr(

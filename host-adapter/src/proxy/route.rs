@@ -71,6 +71,14 @@ impl Default for InFlight {
 }
 
 impl InFlight {
+    /// The server's transport failed `id` (the remote bridge: a stream that
+    /// stalled, broke or was over the limit): ends it if it is still
+    /// waiting, and says so. A request already answered, or failed by the
+    /// proxy itself, is not answered twice.
+    pub(crate) fn fail(&mut self, id: &[u8]) -> bool {
+        self.take(id).is_some()
+    }
+
     /// Requests tracked at most, and cancelled ones remembered at most;
     /// past the first, new ones are forwarded untracked (no condensing, no
     /// error at exit). Bounds the proxy's **memory** against a host that
