@@ -813,3 +813,92 @@ fn from_an_npx_or_uvx_cache_install_writes_the_runner_and_this_version() {
         );
     }
 }
+
+/// Cursor's file with a remote server that sends a token from the
+/// environment, and a stdio one.
+const CURSOR_REMOTE: &str = r#"{
+  "mcpServers": {
+    "linear": {
+      "url": "https://mcp.linear.app/mcp",
+      "headers": { "Authorization": "Bearer ${env:LINEAR_TOKEN}" }
+    },
+    "local": { "command": "node", "args": ["server.js"] }
+  }
+}
+"#;
+
+#[test]
+fn install_remote_wraps_url_servers_and_uninstall_restores_every_byte() {
+    let home = Home::new("remote");
+    let path = home.write(".cursor/mcp.json", CURSOR_REMOTE);
+    // Without --remote the remote server is left.
+    let dry = home.run(&[
+        "install",
+        "--host",
+        "cursor",
+        "--dry-run",
+        "--command",
+        DRAINPIPE,
+    ]);
+    assert_eq!(dry.code(), 0, "{}\n{}", dry.stdout, dry.stderr);
+    assert!(dry.stdout.contains("remote, left"), "{}", dry.stdout);
+    let dry = home.run(&[
+        "install",
+        "--host",
+        "cursor",
+        "--remote",
+        "--dry-run",
+        "--command",
+        DRAINPIPE,
+    ]);
+    assert_eq!(dry.code(), 0, "{}\n{}", dry.stdout, dry.stderr);
+    let wrapped_line = "+      \"args\": [\"proxy\", \"--clip\", \"256KiB\", \"--url\", \"https://mcp.linear.app/mcp\", \"--header\", \"Authorization: Bearer ${LINEAR_TOKEN}\"],";
+    assert!(dry.stdout.contains(wrapped_line), "{}", dry.stdout);
+    assert!(
+        dry.stdout
+            .contains("+      \"env\": { \"LINEAR_TOKEN\": \"${env:LINEAR_TOKEN}\" }"),
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout
+            .contains("  wrap             linear  https://mcp.linear.app/mcp"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(fs::read_to_string(&path).unwrap(), CURSOR_REMOTE);
+    let done = home.run(&[
+        "install",
+        "--host",
+        "cursor",
+        "--remote",
+        "--command",
+        DRAINPIPE,
+    ]);
+    assert_eq!(done.code(), 0, "{}\n{}", done.stdout, done.stderr);
+    let wrapped = fs::read_to_string(&path).unwrap();
+    let json: Value = serde_json::from_str(&wrapped).unwrap();
+    let linear = &json["mcpServers"]["linear"];
+    assert_eq!(linear["command"], DRAINPIPE);
+    assert!(linear.get("url").is_none() && linear.get("headers").is_none());
+    // A second run wraps nothing twice.
+    let again = home.run(&[
+        "install",
+        "--host",
+        "cursor",
+        "--remote",
+        "--command",
+        DRAINPIPE,
+    ]);
+    assert!(again.stdout.contains("already wrapped"), "{}", again.stdout);
+    assert_eq!(fs::read_to_string(&path).unwrap(), wrapped);
+    let undo = home.run(&["uninstall", "--host", "cursor"]);
+    assert_eq!(undo.code(), 0, "{}\n{}", undo.stdout, undo.stderr);
+    assert!(undo.stdout.contains("byte for byte"), "{}", undo.stdout);
+    assert_eq!(fs::read_to_string(&path).unwrap(), CURSOR_REMOTE);
+    assert!(!backup(&path).exists());
+    // --proxy-args may not say what each entry's --url and --header say.
+    let refused = home.run(&["install", "--remote", "--proxy-args", "--header X:y"]);
+    assert_ne!(refused.code(), 0);
+    assert!(refused.stderr.contains("--header"), "{}", refused.stderr);
+}

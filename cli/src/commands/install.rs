@@ -4,6 +4,7 @@
 //!
 //! The work is split by concern:
 //! - `wrap`: what wrapping means, whatever the format;
+//! - `remote`: a remote server as `drainpipe proxy --url` arguments (`--remote`);
 //! - `jsonc`: JSON and JSON-with-comments files, edited by splicing text at
 //!   the byte ranges the parser reports;
 //! - `toml`: Codex's `config.toml`, edited with `toml_edit`;
@@ -14,6 +15,7 @@ mod budget;
 mod file;
 mod hosts;
 mod jsonc;
+mod remote;
 mod toml;
 mod wrap;
 
@@ -33,9 +35,9 @@ use super::Style;
 /// --proxy-args, `--`, then the original command and arguments. Unless
 /// --proxy-args says `--clip`, the proxy gets the content budget that fits
 /// the host's own cap on a tool result (each report says which and why). `env`,
-/// `cwd`, comments, key order and formatting are kept. Remote servers and
-/// servers already behind drainpipe are left alone, so running it again
-/// changes nothing. The original is saved beside the file as
+/// `cwd`, comments, key order and formatting are kept. Remote servers
+/// (unless --remote) and servers already behind drainpipe are left alone, so
+/// running it again changes nothing. The original is saved beside the file as
 /// `<file>.drainpipe-backup`, which `drainpipe uninstall` restores.
 ///
 /// Without --host or --config, every known host's files that exist are
@@ -65,6 +67,16 @@ pub(crate) struct InstallArgs {
     /// (this version) instead. This option is taken as given.
     #[arg(long, value_name = "PATH")]
     command: Option<String>,
+    /// Put remote servers (`url`, `serverUrl`, `httpUrl`; Codex's `url`)
+    /// behind the proxy too: each becomes a stdio server that runs
+    /// `drainpipe proxy --url URL`, with a `--header 'Name: value'` per
+    /// header. A header value's variable reference (`${env:TOKEN}`,
+    /// `${TOKEN}`) is written as `${TOKEN}`, which the proxy expands from
+    /// its environment; the variable goes into the entry's `env` (Codex:
+    /// `env_vars`) where the host expands it there. Without it, remote
+    /// servers are left as they are.
+    #[arg(long)]
+    remote: bool,
 }
 
 /// Take `drainpipe proxy` away from every MCP server that runs behind it.
@@ -173,6 +185,7 @@ pub(crate) fn run_install(args: InstallArgs) -> i32 {
         command,
         launcher,
         proxy_args,
+        remote: args.remote,
     };
     run(Job::Install, &args.target, args.dry_run, &wrapper)
 }
@@ -184,6 +197,7 @@ pub(crate) fn run_uninstall(args: UninstallArgs) -> i32 {
         command,
         launcher: Vec::new(),
         proxy_args: Vec::new(),
+        remote: false,
     };
     run(Job::Uninstall, &args.target, args.dry_run, &wrapper)
 }
@@ -280,6 +294,7 @@ fn with_budget(wrapper: &Wrapper, host: Option<Host>) -> Wrapper {
         command: wrapper.command.clone(),
         launcher: wrapper.launcher.clone(),
         proxy_args,
+        remote: wrapper.remote,
     }
 }
 
@@ -442,6 +457,14 @@ fn split_proxy_args(text: &str) -> Result<Vec<String>, String> {
         shlex::split(text).ok_or_else(|| format!("cannot split `{text}`: unbalanced quotes"))?;
     if words.iter().any(|word| word == "--") {
         return Err("`--` is written by install itself, before the server command".to_string());
+    }
+    if let Some(word) = words
+        .iter()
+        .find(|word| ["--url", "--header"].contains(&word.split('=').next().unwrap_or("")))
+    {
+        return Err(format!(
+            "`{word}` is written by install itself, from each remote server's entry (--remote)"
+        ));
     }
     let command = <super::proxy::ProxyArgs as Args>::augment_args(
         clap::Command::new("drainpipe proxy").no_binary_name(true),

@@ -456,6 +456,7 @@ mod tests {
             command: command.to_string(),
             launcher: Vec::new(),
             proxy_args: Vec::new(),
+            remote: false,
         }
     }
 
@@ -520,6 +521,7 @@ mod tests {
             command: "/opt/bin/drainpipe".into(),
             launcher: Vec::new(),
             proxy_args: vec!["--clip".into(), "64KiB".into()],
+            remote: false,
         };
         let first = install(&path, &used);
         assert_eq!(first.backup, Backup::Save);
@@ -536,6 +538,37 @@ mod tests {
         assert!(!backup_path(&path).exists());
         let again = uninstall(&path, &wrapper("/usr/local/bin/drainpipe"));
         assert!(!again.changes());
+    }
+
+    #[test]
+    fn uninstall_restores_remote_servers_byte_for_byte() {
+        let scratch = Scratch::new("remote");
+        let path = scratch.0.join(".mcp.json");
+        let original = "{\n  \"mcpServers\": {\n    \"docs\": {\n      \"type\": \"http\",\n      \"url\": \"https://docs.example/mcp\",\n      \"headers\": { \"Authorization\": \"Bearer ${TOKEN}\" }\n    },\n    \"sse\": { \"type\": \"sse\", \"url\": \"https://s.example/sse\" },\n    \"local\": { \"command\": \"npx\", \"args\": [] }\n  }\n}\n";
+        fs::write(&path, original).unwrap();
+        let used = Wrapper {
+            remote: true,
+            ..wrapper("/opt/bin/drainpipe")
+        };
+        let first = install(&path, &used);
+        assert_eq!(first.backup, Backup::Save);
+        let wrapped = fs::read_to_string(&path).unwrap();
+        assert!(!wrapped.contains("\"url\""), "{wrapped}");
+        // The type, the header map and `[]` cannot come back by unwrapping
+        // in place; the backup brings them back.
+        let undo = uninstall(&path, &wrapper("drainpipe"));
+        assert_eq!(undo.undo, Some(Undo::Restored));
+        assert_eq!(fs::read_to_string(&path).unwrap(), original);
+        assert!(!backup_path(&path).exists());
+        // A file with remote servers only is restored just the same.
+        let remote_only = "{ \"mcpServers\": { \"r\": { \"url\": \"https://r.example\" } } }";
+        fs::write(&path, remote_only).unwrap();
+        install(&path, &used);
+        assert_eq!(
+            uninstall(&path, &wrapper("drainpipe")).undo,
+            Some(Undo::Restored)
+        );
+        assert_eq!(fs::read_to_string(&path).unwrap(), remote_only);
     }
 
     #[test]

@@ -31,6 +31,7 @@ use jsonc_parser::common::Ranged;
 use jsonc_parser::{CollectOptions, ParseOptions};
 use serde_json::Value as Json;
 
+use super::remote::{Reference, Remote, header_value, remote_of};
 use super::wrap::{
     Action, Edit, EditError, ParseError, ServerReport, Wrapper, original_command_index,
     show_command, wrapper_of,
@@ -49,6 +50,16 @@ pub(crate) enum Dialect {
     /// entries have `command` as a string (current Zed) or as an object
     /// `{path, args, env}` (older Zed).
     Zed,
+}
+
+impl Dialect {
+    /// Whether the hosts of this layout expand a variable reference in an
+    /// entry's `env` (`"TOKEN": "${env:TOKEN}"`), so that a header's
+    /// variable can be handed to the proxy there. Zed does not: its proxy
+    /// inherits Zed's own environment instead.
+    fn expands_env(self) -> bool {
+        matches!(self, Dialect::McpServers | Dialect::VsCode)
+    }
 }
 
 /// `install`: wraps every stdio server of the file's server maps.
@@ -118,14 +129,56 @@ impl Splice {
     }
 }
 
-/// An entry's new `command` and `args`, for the check after the edit.
+/// What an edit does to one entry's data, for the check after the edit.
 struct Change {
     /// Keys from the root to the object that holds `command` and `args`.
     path: Vec<String>,
-    command_key: &'static str,
-    command: String,
-    /// `None`: `args` removed.
-    args: Option<Vec<String>>,
+    /// Properties given a (new) value.
+    set: Vec<(String, Json)>,
+    /// Properties removed.
+    remove: Vec<String>,
+}
+
+impl Change {
+    /// A stdio entry's new command, and its new arguments (`None`: removed).
+    fn command(
+        path: &[String],
+        command_key: &str,
+        command: &str,
+        args: Option<Vec<String>>,
+    ) -> Self {
+        let mut change = Change {
+            path: path.to_vec(),
+            set: vec![(command_key.to_string(), Json::from(command))],
+            remove: Vec::new(),
+        };
+        match args {
+            Some(args) => change.set.push(("args".to_string(), Json::from(args))),
+            None => change.remove.push("args".to_string()),
+        }
+        change
+    }
+}
+
+/// A server entry found in the file.
+enum Found<'t, 'a> {
+    /// A stdio server, or one behind drainpipe (remote or not).
+    Stdio(Target<'t, 'a>),
+    /// A remote server that names its URL.
+    Remote(RemoteTarget<'t, 'a>),
+}
+
+/// A remote server entry: its URL and the properties that `install
+/// --remote` rewrites.
+struct RemoteTarget<'t, 'a> {
+    object: &'t Object<'a>,
+    url_prop: &'t ObjectProp<'a>,
+    url: String,
+    type_prop: Option<&'t ObjectProp<'a>>,
+    headers_prop: Option<&'t ObjectProp<'a>>,
+    env_prop: Option<&'t ObjectProp<'a>>,
+    /// Keys from the root to `object`.
+    path: Vec<String>,
 }
 
 /// A stdio server entry found in the file.
@@ -172,8 +225,8 @@ fn edit(text: &str, dialect: Dialect, wrapper: &Wrapper, mode: Mode) -> Result<E
             let name = entry.name.as_str().to_string();
             let mut path = section_path.clone();
             path.push(name.clone());
-            let target = match classify(&entry.value, dialect, path) {
-                Ok(target) => target,
+            let found = match classify(&entry.value, dialect, path) {
+                Ok(found) => found,
                 Err((action, detail)) => {
                     servers.push(ServerReport {
                         scope: scope.clone(),
@@ -185,17 +238,25 @@ fn edit(text: &str, dialect: Dialect, wrapper: &Wrapper, mode: Mode) -> Result<E
                     continue;
                 }
             };
-            let (action, detail) = match mode {
-                Mode::Wrap => {
-                    wrap_entry(body, newline, &target, wrapper, &mut splices, &mut changes)
+            let (action, detail, wrapper) = match (found, mode) {
+                (Found::Remote(target), Mode::Wrap) if wrapper.remote => {
+                    let (action, edit) =
+                        wrap_remote_entry(body, newline, dialect, &target, wrapper);
+                    if let Some((new_splices, change)) = edit {
+                        splices.extend(new_splices);
+                        changes.push(change);
+                    }
+                    (action, target.url, None)
                 }
-                Mode::Unwrap => unwrap_entry(body, &target, wrapper, &mut splices, &mut changes),
-            };
-            let wrapper = match action {
-                Action::Unwrapped => original_command_index(&target.command, &target.args)
-                    .ok()
-                    .map(|at| wrapper_of(&target.command, &target.args, at)),
-                _ => None,
+                (Found::Remote(target), _) => (Action::Remote, target.url, None),
+                (Found::Stdio(target), Mode::Wrap) => {
+                    let (action, detail) =
+                        wrap_entry(body, newline, &target, wrapper, &mut splices, &mut changes);
+                    (action, detail, None)
+                }
+                (Found::Stdio(target), Mode::Unwrap) => {
+                    unwrap_entry(body, &target, wrapper, &mut splices, &mut changes)
+                }
             };
             servers.push(ServerReport {
                 scope: scope.clone(),
@@ -265,29 +326,191 @@ fn wrap_entry(
     let mut args = wrapper.prefix();
     args.push(target.command.clone());
     args.extend(target.args.iter().cloned());
-    changes.push(Change {
-        path: target.path.clone(),
-        command_key: target.command_key,
-        command: wrapper.command.clone(),
-        args: Some(args),
-    });
+    changes.push(Change::command(
+        &target.path,
+        target.command_key,
+        &wrapper.command,
+        Some(args),
+    ));
     (Action::Wrapped, detail)
 }
 
+/// `install --remote` on a remote entry: its URL property becomes `command`
+/// and `args` (`drainpipe proxy … --url URL --header …`) in the same place,
+/// a `type` becomes `"stdio"`, `headers` goes, and the variables the
+/// headers refer to go into `env` where the host expands them there. The
+/// action, and the splices and the change when the entry is rewritten.
+fn wrap_remote_entry(
+    body: &str,
+    newline: &str,
+    dialect: Dialect,
+    target: &RemoteTarget<'_, '_>,
+    wrapper: &Wrapper,
+) -> (Action, Option<(Vec<Splice>, Change)>) {
+    let skipped = |reason: &str| (Action::Skipped(reason.to_string()), None);
+    if get(target.object, "command").is_some() || get(target.object, "args").is_some() {
+        return skipped("it has both a URL and a command");
+    }
+    let mut headers = Vec::new();
+    let mut references: Vec<Reference> = Vec::new();
+    if let Some(prop) = target.headers_prop {
+        let Value::Object(map) = &prop.value else {
+            return skipped("headers is not an object");
+        };
+        for header in &map.properties {
+            let Value::StringLit(value) = &header.value else {
+                return skipped("headers hold something other than strings");
+            };
+            let (value, found) = header_value(&value.value);
+            headers.push((header.name.as_str().to_string(), value));
+            for reference in found {
+                if !references.iter().any(|seen| seen.name == reference.name) {
+                    references.push(reference);
+                }
+            }
+        }
+    }
+    let env = match target.env_prop.map(|prop| &prop.value) {
+        Some(Value::Object(env)) => Some(env),
+        Some(_) => return skipped("env is not an object"),
+        None => None,
+    };
+    // Variables the entry's `env` sets already keep their value.
+    if !dialect.expands_env() {
+        references.clear();
+    }
+    references.retain(|reference| env.is_none_or(|env| get(env, &reference.name).is_none()));
+    let remote = Remote {
+        url: target.url.clone(),
+        headers,
+    };
+    let args = wrapper.remote_args(&remote);
+    let words: Vec<String> = args.iter().map(|word| quote(word)).collect();
+    let mut splices = vec![Splice::replace(
+        target.url_prop.range.start,
+        target.url_prop.range.end,
+        format!(
+            "\"command\": {}{}\"args\": [{}]",
+            quote(&wrapper.command),
+            property_separator(body, newline, target.url_prop),
+            words.join(", ")
+        ),
+    )];
+    let mut change = Change::command(&target.path, "command", &wrapper.command, Some(args));
+    change
+        .remove
+        .push(target.url_prop.name.as_str().to_string());
+    if let Some(prop) = target.type_prop {
+        let range = prop.value.range();
+        splices.push(Splice::replace(range.start, range.end, quote("stdio")));
+        change.set.push(("type".to_string(), Json::from("stdio")));
+    }
+    let pairs: Vec<String> = references
+        .iter()
+        .map(|reference| format!("{}: {}", quote(&reference.name), quote(&reference.spelled)))
+        .collect();
+    let mut new_env = match target.env_prop.map(|prop| data(&prop.value)) {
+        Some(Json::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    for reference in &references {
+        new_env.insert(
+            reference.name.clone(),
+            Json::from(reference.spelled.clone()),
+        );
+    }
+    if let Some(headers_prop) = target.headers_prop {
+        change.remove.push("headers".to_string());
+        match env {
+            None if !pairs.is_empty() => splices.push(Splice::replace(
+                headers_prop.range.start,
+                headers_prop.range.end,
+                format!("\"env\": {{ {} }}", pairs.join(", ")),
+            )),
+            _ => splices.extend(remove_property(body, target.object, headers_prop)),
+        }
+        if let Some(env) = env
+            && !pairs.is_empty()
+        {
+            splices.push(insert_properties(body, newline, env, &pairs));
+        }
+        if !pairs.is_empty() {
+            change.set.push(("env".to_string(), Json::Object(new_env)));
+        }
+    }
+    (Action::Wrapped, Some((splices, change)))
+}
+
+/// What goes between `prop` and a property added after it: a comma and
+/// the same indentation on a new line when `prop` has a line of its own,
+/// else `, `.
+fn property_separator(body: &str, newline: &str, prop: &ObjectProp<'_>) -> String {
+    let indent = &body[line_start(body, prop.range.start)..prop.range.start];
+    if is_blank(indent) {
+        format!(",{newline}{indent}")
+    } else {
+        ", ".to_string()
+    }
+}
+
+/// The splice that puts `pairs` (`"NAME": "value"` texts) first in
+/// `object`, in its layout: one per line at the first property's
+/// indentation when that is on a line of its own, else `, ` apart.
+fn insert_properties(body: &str, newline: &str, object: &Object<'_>, pairs: &[String]) -> Splice {
+    let Some(first) = object.properties.first() else {
+        return Splice::insert(object.range.start + 1, format!(" {} ", pairs.join(", ")));
+    };
+    let start = first.range.start;
+    let indent = &body[line_start(body, start)..start];
+    let separator = if body[object.range.start + 1..start].contains('\n') && is_blank(indent) {
+        format!(",{newline}{indent}")
+    } else {
+        ", ".to_string()
+    };
+    let mut text = pairs.join(&separator);
+    text.push_str(&separator);
+    Splice::insert(start, text)
+}
+
+/// `uninstall` on one entry: the action, the report's detail, and the
+/// wrapper the entry had when it is unwrapped.
 fn unwrap_entry(
     body: &str,
     target: &Target<'_, '_>,
     wrapper: &Wrapper,
     splices: &mut Vec<Splice>,
     changes: &mut Vec<Change>,
-) -> (Action, String) {
+) -> (Action, String, Option<Wrapper>) {
     let shown = show_command(&target.command, &target.args);
     if !wrapper.is_wrapped(&target.command, &target.args) {
-        return (Action::NotWrapped, shown);
+        return (Action::NotWrapped, shown, None);
+    }
+    if target.command_key == "command"
+        && let Some(found) = remote_of(&target.command, &target.args)
+    {
+        return match found {
+            Ok((used, remote)) => {
+                let (new_splices, change) = unwrap_remote_entry(body, target, &remote);
+                splices.extend(new_splices);
+                changes.push(change);
+                (Action::Unwrapped, remote.url, Some(used))
+            }
+            Err(reason) => (
+                Action::Skipped(format!("cannot unwrap: {reason}")),
+                shown,
+                None,
+            ),
+        };
     }
     let at = match original_command_index(&target.command, &target.args) {
         Ok(at) => at,
-        Err(reason) => return (Action::Skipped(format!("cannot unwrap: {reason}")), shown),
+        Err(reason) => {
+            return (
+                Action::Skipped(format!("cannot unwrap: {reason}")),
+                shown,
+                None,
+            );
+        }
     };
     let (Some(array), Some(args_prop)) = (target.args_array, target.args_prop) else {
         unreachable!("a wrapped entry has arguments");
@@ -311,16 +534,91 @@ fn unwrap_entry(
         // as `install` adds one to an entry that had none.
         splices.extend(remove_property(body, target.object, args_prop));
     }
-    changes.push(Change {
-        path: target.path.clone(),
-        command_key: target.command_key,
-        command: target.args[at].clone(),
-        args: if rest.is_empty() { None } else { Some(rest) },
-    });
+    changes.push(Change::command(
+        &target.path,
+        target.command_key,
+        &target.args[at],
+        if rest.is_empty() { None } else { Some(rest) },
+    ));
     (
         Action::Unwrapped,
         show_command(&target.args[at], &target.args[at + 1..]),
+        Some(wrapper_of(&target.command, &target.args, at)),
     )
+}
+
+/// `uninstall` in place on an entry `install --remote` wrapped (the backup
+/// restores the exact bytes; this is for a file changed since): `command`
+/// becomes `url`, `args` becomes `headers` (or goes), a `"stdio"` type
+/// becomes `"http"`. A header variable is spelled back as the entry's `env`
+/// spells it (`${env:TOKEN}`); the `env` entries stay.
+fn unwrap_remote_entry(
+    body: &str,
+    target: &Target<'_, '_>,
+    remote: &Remote,
+) -> (Vec<Splice>, Change) {
+    let env = match get(target.object, "env").map(|prop| &prop.value) {
+        Some(Value::Object(env)) => env.properties.as_slice(),
+        _ => &[],
+    };
+    let respell = |value: &str| {
+        let mut value = value.to_string();
+        for prop in env {
+            let name = prop.name.as_str();
+            if let Value::StringLit(spelled) = &prop.value {
+                let (proxy_form, found) = header_value(&spelled.value);
+                if proxy_form == format!("${{{name}}}") && found.len() == 1 {
+                    value = value.replace(&proxy_form, &found[0].spelled);
+                }
+            }
+        }
+        value
+    };
+    let headers: Vec<(String, String)> = remote
+        .headers
+        .iter()
+        .map(|(name, value)| (name.clone(), respell(value)))
+        .collect();
+    let mut change = Change {
+        path: target.path.clone(),
+        set: vec![("url".to_string(), Json::from(remote.url.clone()))],
+        remove: vec!["command".to_string(), "args".to_string()],
+    };
+    let command = target.command_prop.range();
+    let mut splices = vec![Splice::replace(
+        command.start,
+        command.end,
+        format!("\"url\": {}", quote(&remote.url)),
+    )];
+    let args_prop = target.args_prop.expect("a wrapped entry has arguments");
+    if headers.is_empty() {
+        splices.extend(remove_property(body, target.object, args_prop));
+    }
+    if !headers.is_empty() {
+        let pairs: Vec<String> = headers
+            .iter()
+            .map(|(name, value)| format!("{}: {}", quote(name), quote(value)))
+            .collect();
+        splices.push(Splice::replace(
+            args_prop.range.start,
+            args_prop.range.end,
+            format!("\"headers\": {{ {} }}", pairs.join(", ")),
+        ));
+        let map: serde_json::Map<String, Json> = headers
+            .into_iter()
+            .map(|(name, value)| (name, Json::from(value)))
+            .collect();
+        change.set.push(("headers".to_string(), Json::Object(map)));
+    }
+    if let Some(prop) = get(target.object, "type")
+        && let Value::StringLit(kind) = &prop.value
+        && kind.value == "stdio"
+    {
+        let range = prop.value.range();
+        splices.push(Splice::replace(range.start, range.end, quote("http")));
+        change.set.push(("type".to_string(), Json::from("http")));
+    }
+    (splices, change)
 }
 
 /// Sorts out an entry: a stdio server to edit, or why it is left alone.
@@ -328,17 +626,26 @@ fn classify<'t, 'a>(
     value: &'t Value<'a>,
     dialect: Dialect,
     mut path: Vec<String>,
-) -> Result<Target<'t, 'a>, (Action, String)> {
+) -> Result<Found<'t, 'a>, (Action, String)> {
     let Value::Object(entry) = value else {
         return Err((Action::Skipped("not an object".into()), String::new()));
     };
     for key in ["url", "httpUrl", "serverUrl"] {
         if let Some(prop) = get(entry, key) {
-            let shown = match &prop.value {
-                Value::StringLit(url) => url.value.to_string(),
-                _ => key.to_string(),
+            let Value::StringLit(url) = &prop.value else {
+                return Err((Action::Remote, key.to_string()));
             };
-            return Err((Action::Remote, shown));
+            let type_prop =
+                get(entry, "type").filter(|prop| matches!(prop.value, Value::StringLit(_)));
+            return Ok(Found::Remote(RemoteTarget {
+                object: entry,
+                url_prop: prop,
+                url: url.value.to_string(),
+                type_prop,
+                headers_prop: get(entry, "headers"),
+                env_prop: get(entry, "env"),
+                path,
+            }));
         }
     }
     if let Some(prop) = get(entry, "type") {
@@ -404,7 +711,7 @@ fn classify<'t, 'a>(
             return Err((Action::Skipped("args is not a list".into()), command));
         }
     };
-    Ok(Target {
+    Ok(Found::Stdio(Target {
         object,
         command_key,
         command_prop,
@@ -413,7 +720,7 @@ fn classify<'t, 'a>(
         args_array,
         args,
         path,
-    })
+    }))
 }
 
 /// The server maps of a file, each with its scope and its path from the
@@ -621,14 +928,12 @@ fn check(before: &str, after: &str, changes: &[Change]) -> Result<(), EditError>
                 change.path.join(".")
             )));
         };
-        map.insert(
-            change.command_key.to_string(),
-            Json::String(change.command.clone()),
-        );
-        match &change.args {
-            Some(args) => map.insert("args".to_string(), Json::from(args.clone())),
-            None => map.remove("args"),
-        };
+        for key in &change.remove {
+            map.remove(key);
+        }
+        for (key, value) in &change.set {
+            map.insert(key.clone(), value.clone());
+        }
     }
     let actual = parsed(after)?;
     if actual != expected {
@@ -726,6 +1031,7 @@ mod tests {
             command: "/usr/local/bin/drainpipe".to_string(),
             launcher: Vec::new(),
             proxy_args: Vec::new(),
+            remote: false,
         }
     }
 
@@ -852,6 +1158,7 @@ mod tests {
             command: r"C:\Program Files\drainpipe\drainpipe.exe".to_string(),
             launcher: Vec::new(),
             proxy_args: vec!["--clip".into(), "256KiB".into()],
+            remote: false,
         };
         let edit = round_trip(COMMENTED, Dialect::McpServers, &proxy);
         let expected = "{
@@ -1171,6 +1478,157 @@ mod tests {
         );
         assert!(dialects_present(r#"{"theme": "x"}"#).unwrap().is_empty());
         assert!(dialects_present("{").is_err());
+    }
+
+    fn remote_wrapper() -> Wrapper {
+        Wrapper {
+            command: "/usr/local/bin/drainpipe".to_string(),
+            launcher: Vec::new(),
+            proxy_args: vec!["--clip".into(), "8000".into()],
+            remote: true,
+        }
+    }
+
+    #[test]
+    fn remote_servers_become_proxy_url_entries_with_remote() {
+        let text = r#"{
+  "mcpServers": {
+    "linear": { "url": "https://mcp.linear.app/sse" },
+    "github": {
+      "type": "http",
+      "url": "https://api.githubcopilot.com/mcp/",
+      "headers": { "Authorization": "Bearer ${GITHUB_TOKEN}", "X-Team": "core" }
+    },
+    "windsurf": {
+      "serverUrl": "https://w.example/mcp",
+      "headers": { "X-Key": "${env:W_KEY}" },
+      "env": { "A": "1" }
+    },
+    "guarded": { "command": "drainpipe", "args": ["proxy", "--url", "https://x.example/mcp"] }
+  }
+}
+"#;
+        let edit = wrap(text, Dialect::McpServers, &remote_wrapper()).unwrap();
+        let wrapped = r#"{
+  "mcpServers": {
+    "linear": { "command": "/usr/local/bin/drainpipe", "args": ["proxy", "--clip", "8000", "--url", "https://mcp.linear.app/sse"] },
+    "github": {
+      "type": "stdio",
+      "command": "/usr/local/bin/drainpipe",
+      "args": ["proxy", "--clip", "8000", "--url", "https://api.githubcopilot.com/mcp/", "--header", "Authorization: Bearer ${GITHUB_TOKEN}", "--header", "X-Team: core"],
+      "env": { "GITHUB_TOKEN": "${GITHUB_TOKEN}" }
+    },
+    "windsurf": {
+      "command": "/usr/local/bin/drainpipe",
+      "args": ["proxy", "--clip", "8000", "--url", "https://w.example/mcp", "--header", "X-Key: ${W_KEY}"],
+      "env": { "W_KEY": "${env:W_KEY}", "A": "1" }
+    },
+    "guarded": { "command": "drainpipe", "args": ["proxy", "--url", "https://x.example/mcp"] }
+  }
+}
+"#;
+        assert_eq!(edit.text, wrapped);
+        assert_eq!(
+            actions(&edit),
+            vec![
+                ("linear".into(), Action::Wrapped),
+                ("github".into(), Action::Wrapped),
+                ("windsurf".into(), Action::Wrapped),
+                ("guarded".into(), Action::AlreadyWrapped),
+            ]
+        );
+        assert_eq!(edit.servers[0].detail, "https://mcp.linear.app/sse");
+        // Not wrapped twice.
+        let again = wrap(&edit.text, Dialect::McpServers, &remote_wrapper()).unwrap();
+        assert_eq!(again.text, edit.text);
+        assert!(!again.changed());
+        // Without --remote they stay as they are.
+        let left = wrap(text, Dialect::McpServers, &wrapper()).unwrap();
+        assert_eq!(left.text, text);
+        assert_eq!(left.servers[1].action, Action::Remote);
+        // In place (the backup is what restores exact bytes), the URL and
+        // the headers come back with the variables spelled as before; the
+        // `env` entries stay.
+        let back = unwrap(&edit.text, Dialect::McpServers, &remote_wrapper()).unwrap();
+        assert_eq!(
+            back.text,
+            r#"{
+  "mcpServers": {
+    "linear": { "url": "https://mcp.linear.app/sse" },
+    "github": {
+      "type": "http",
+      "url": "https://api.githubcopilot.com/mcp/",
+      "headers": { "Authorization": "Bearer ${GITHUB_TOKEN}", "X-Team": "core" },
+      "env": { "GITHUB_TOKEN": "${GITHUB_TOKEN}" }
+    },
+    "windsurf": {
+      "url": "https://w.example/mcp",
+      "headers": { "X-Key": "${env:W_KEY}" },
+      "env": { "W_KEY": "${env:W_KEY}", "A": "1" }
+    },
+    "guarded": { "url": "https://x.example/mcp" }
+  }
+}
+"#
+        );
+        assert!(back.servers.iter().all(|s| s.action == Action::Unwrapped));
+        assert_eq!(back.servers[1].wrapper, Some(remote_wrapper()));
+    }
+
+    #[test]
+    fn vscode_http_servers_are_wrapped_with_remote() {
+        let text = r#"{
+	"inputs": [{ "type": "promptString", "id": "token", "password": true }],
+	"servers": {
+		"github": {
+			"type": "http",
+			"url": "https://api.githubcopilot.com/mcp/",
+			"headers": { "Authorization": "Bearer ${input:token}", "X-Key": "${env:GH_KEY}" },
+		},
+		"events": { "type": "sse", "url": "http://localhost:3000/sse" },
+		"no-url": { "type": "http" },
+		"odd": { "type": "http", "url": "https://o.example", "headers": { "N": 1 } },
+	},
+}
+"#;
+        let edit = wrap(text, Dialect::VsCode, &remote_wrapper()).unwrap();
+        assert_eq!(
+            edit.text,
+            r#"{
+	"inputs": [{ "type": "promptString", "id": "token", "password": true }],
+	"servers": {
+		"github": {
+			"type": "stdio",
+			"command": "/usr/local/bin/drainpipe",
+			"args": ["proxy", "--clip", "8000", "--url", "https://api.githubcopilot.com/mcp/", "--header", "Authorization: Bearer ${input:token}", "--header", "X-Key: ${GH_KEY}"],
+			"env": { "GH_KEY": "${env:GH_KEY}" },
+		},
+		"events": { "type": "stdio", "command": "/usr/local/bin/drainpipe", "args": ["proxy", "--clip", "8000", "--url", "http://localhost:3000/sse"] },
+		"no-url": { "type": "http" },
+		"odd": { "type": "http", "url": "https://o.example", "headers": { "N": 1 } },
+	},
+}
+"#
+        );
+        assert_eq!(
+            actions(&edit),
+            vec![
+                ("github".into(), Action::Wrapped),
+                ("events".into(), Action::Wrapped),
+                ("no-url".into(), Action::Remote),
+                (
+                    "odd".into(),
+                    Action::Skipped("headers hold something other than strings".into())
+                ),
+            ]
+        );
+        // Zed expands no variables in `env`: the proxy inherits Zed's.
+        let zed = r#"{ "context_servers": { "r": { "url": "https://r.example", "headers": { "K": "${K}" } } } }"#;
+        let edit = wrap(zed, Dialect::Zed, &remote_wrapper()).unwrap();
+        assert_eq!(
+            edit.text,
+            r#"{ "context_servers": { "r": { "command": "/usr/local/bin/drainpipe", "args": ["proxy", "--clip", "8000", "--url", "https://r.example", "--header", "K: ${K}"] } } }"#
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@
 
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Key, Table, Value};
 
+use super::remote::{Remote, remote_of};
 use super::wrap::{
     Action, Edit, EditError, ParseError, ServerReport, Wrapper, original_command_index,
     show_command, wrapper_of,
@@ -101,29 +102,39 @@ fn edit(text: &str, wrapper: &Wrapper, mode: Mode) -> Result<Edit, EditError> {
 }
 
 /// The edited text parses, and each changed server reads as intended.
-fn check(text: &str, expected: &[(String, Stdio)]) -> Result<(), EditError> {
+fn check(text: &str, expected: &[(String, Intended)]) -> Result<(), EditError> {
     let document = parse(text)
         .map_err(|error| EditError::Check(format!("the edited file does not parse: {error}")))?;
     for (name, intended) in expected {
-        let entry = document
-            .get("mcp_servers")
-            .and_then(|map| map.get(name))
-            .map(|item| match item {
-                Item::Table(table) => read_table(table.get("command"), table.get("args")),
-                Item::Value(Value::InlineTable(table)) => read_table(
-                    table
-                        .get("command")
-                        .map(|value| Item::Value(value.clone()))
-                        .as_ref(),
-                    table
-                        .get("args")
-                        .map(|value| Item::Value(value.clone()))
-                        .as_ref(),
-                ),
-                _ => Err((Action::Skipped("not a table".into()), String::new())),
-            });
+        let item = document.get("mcp_servers").and_then(|map| map.get(name));
+        if let Intended::Remote(url) = intended {
+            let table = item.and_then(Item::as_table_like);
+            let read_url = table
+                .and_then(|table| table.get("url"))
+                .and_then(Item::as_str);
+            if read_url == Some(url.as_str()) && table.is_some_and(|t| t.get("command").is_none()) {
+                continue;
+            }
+            return Err(EditError::Check(format!(
+                "server {name} does not read as intended after the edit"
+            )));
+        }
+        let entry = item.map(|item| match item {
+            Item::Table(table) => read_table(table.get("command"), table.get("args")),
+            Item::Value(Value::InlineTable(table)) => read_table(
+                table
+                    .get("command")
+                    .map(|value| Item::Value(value.clone()))
+                    .as_ref(),
+                table
+                    .get("args")
+                    .map(|value| Item::Value(value.clone()))
+                    .as_ref(),
+            ),
+            _ => Err((Action::Skipped("not a table".into()), String::new())),
+        });
         match entry {
-            Some(Ok(actual)) if actual == *intended => {}
+            Some(Ok(actual)) if matches!(intended, Intended::Stdio(stdio) if *stdio == actual) => {}
             _ => {
                 return Err(EditError::Check(format!(
                     "server {name} does not read as intended after the edit"
@@ -145,6 +156,15 @@ enum Entry<'a> {
 struct Stdio {
     command: String,
     args: Vec<String>,
+}
+
+/// What a changed server must read as after the edit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Intended {
+    /// A stdio server (wrapped, or unwrapped from a stdio server).
+    Stdio(Stdio),
+    /// A remote server at this URL (unwrapped from `proxy --url`).
+    Remote(String),
 }
 
 fn read(entry: &Entry<'_>) -> Result<Stdio, (Action, String)> {
@@ -213,16 +233,42 @@ fn read_table(command: Option<&Item>, args: Option<&Item>) -> Result<Stdio, (Act
 /// What became of one server: the action, the command line for the report,
 /// what the server must read as afterwards when it changed, and the wrapper
 /// an unwrapped server had.
-type Outcome = (Action, String, Option<Stdio>, Option<Wrapper>);
+type Outcome = (Action, String, Option<Intended>, Option<Wrapper>);
 
 /// Edits one server.
 fn edit_entry(entry: &mut Entry<'_>, wrapper: &Wrapper, mode: Mode) -> Outcome {
     let found = match read(entry) {
         Ok(found) => found,
+        Err((Action::Remote, url)) if mode == Mode::Wrap && wrapper.remote => {
+            return wrap_remote(entry, wrapper, url);
+        }
         Err((action, detail)) => return (action, detail, None, None),
     };
     let shown = show_command(&found.command, &found.args);
     let wrapped = wrapper.is_wrapped(&found.command, &found.args);
+    if mode == Mode::Unwrap
+        && wrapped
+        && let Some(found) = remote_of(&found.command, &found.args)
+    {
+        return match found {
+            Ok((used, remote)) => {
+                unwrap_remote(entry, &remote);
+                let url = remote.url.clone();
+                (
+                    Action::Unwrapped,
+                    remote.url,
+                    Some(Intended::Remote(url)),
+                    Some(used),
+                )
+            }
+            Err(reason) => (
+                Action::Skipped(format!("cannot unwrap: {reason}")),
+                shown,
+                None,
+                None,
+            ),
+        };
+    }
     match mode {
         Mode::Wrap if wrapped => (Action::AlreadyWrapped, shown, None, None),
         Mode::Wrap => {
@@ -241,7 +287,12 @@ fn edit_entry(entry: &mut Entry<'_>, wrapper: &Wrapper, mode: Mode) -> Outcome {
                 command: wrapper.command.clone(),
                 args,
             };
-            (Action::Wrapped, shown, Some(intended), None)
+            (
+                Action::Wrapped,
+                shown,
+                Some(Intended::Stdio(intended)),
+                None,
+            )
         }
         Mode::Unwrap if !wrapped => (Action::NotWrapped, shown, None, None),
         Mode::Unwrap => {
@@ -282,9 +333,250 @@ fn edit_entry(entry: &mut Entry<'_>, wrapper: &Wrapper, mode: Mode) -> Outcome {
             (
                 Action::Unwrapped,
                 show_command(&intended.command, &intended.args),
-                Some(intended),
+                Some(Intended::Stdio(intended)),
                 Some(wrapper_of(&found.command, &found.args, at)),
             )
+        }
+    }
+}
+
+/// The keys of a remote Codex server that `install --remote` turns into
+/// proxy arguments.
+const REMOTE_KEYS: [&str; 4] = [
+    "url",
+    "http_headers",
+    "env_http_headers",
+    "bearer_token_env_var",
+];
+
+/// `install --remote` on a Codex server with a `url`: `url` becomes
+/// `command` and `args` (`drainpipe proxy … --url URL --header …`) in its
+/// place; `http_headers` are copied, `env_http_headers` and
+/// `bearer_token_env_var` become `${VAR}` headers whose variables are added
+/// to `env_vars` (Codex passes only those, and a few of its own, to a stdio
+/// server).
+fn wrap_remote(entry: &mut Entry<'_>, wrapper: &Wrapper, url: String) -> Outcome {
+    let skipped = |reason: &str, url: String| (Action::Skipped(reason.into()), url, None, None);
+    let item = |key: &str| entry.get(key);
+    let Some(address) = item("url").and_then(|url| url.as_str().map(str::to_string)) else {
+        return skipped("url is not a string", url);
+    };
+    if item("command").is_some() || item("args").is_some() {
+        return skipped("it has both a url and a command", url);
+    }
+    let mut headers = Vec::new();
+    let mut variables: Vec<String> = Vec::new();
+    for (key, by_variable) in [("http_headers", false), ("env_http_headers", true)] {
+        let Some(found) = item(key) else { continue };
+        let Some(map) = found.as_table_like() else {
+            return skipped(&format!("{key} is not a table"), url);
+        };
+        for (name, value) in map.iter() {
+            let Some(value) = value.as_str() else {
+                return skipped(&format!("{key} holds something other than strings"), url);
+            };
+            if by_variable {
+                headers.push((name.to_string(), format!("${{{value}}}")));
+                variables.push(value.to_string());
+            } else {
+                headers.push((name.to_string(), value.to_string()));
+            }
+        }
+    }
+    if let Some(found) = item("bearer_token_env_var") {
+        let Some(variable) = found.as_str() else {
+            return skipped("bearer_token_env_var is not a string", url);
+        };
+        headers.push(("Authorization".into(), format!("Bearer ${{{variable}}}")));
+        variables.push(variable.to_string());
+    }
+    let mut env_vars = match item("env_vars") {
+        None => None,
+        Some(found) => match found.as_array() {
+            Some(array) => Some(array.clone()),
+            None => return skipped("env_vars is not a list", url),
+        },
+    };
+    let listed: Vec<String> = env_vars
+        .iter()
+        .flat_map(|array| array.iter().filter_map(Value::as_str).map(str::to_string))
+        .collect();
+    variables.retain(|variable| !listed.contains(variable));
+    variables.dedup();
+    let new_env_vars = !variables.is_empty() && env_vars.is_none();
+    if !variables.is_empty() {
+        let array = env_vars.get_or_insert_with(Array::new);
+        for variable in &variables {
+            array.push(variable.as_str());
+        }
+    }
+    let remote = Remote {
+        url: address,
+        headers,
+    };
+    let args = wrapper.remote_args(&remote);
+    let mut rebuilt = Vec::new();
+    for (key, item) in entry.take_all() {
+        match key.get() {
+            "url" => {
+                let mut command = Value::from(wrapper.command.as_str());
+                if let Some(old) = item.as_value() {
+                    *command.decor_mut() = old.decor().clone();
+                }
+                let mut command_key = Key::new("command");
+                *command_key.leaf_decor_mut() = key.leaf_decor().clone();
+                rebuilt.push((command_key, Item::Value(command)));
+                rebuilt.push((
+                    like(&key, "args"),
+                    spaced(Value::Array(args.iter().map(String::as_str).collect())),
+                ));
+                if let (true, Some(array)) = (new_env_vars, &env_vars) {
+                    rebuilt.push((like(&key, "env_vars"), spaced(Value::Array(array.clone()))));
+                }
+            }
+            "env_vars" if !new_env_vars && !variables.is_empty() => {
+                let array = env_vars.clone().expect("env_vars was read above");
+                let mut value = Value::Array(array);
+                if let Some(old) = item.as_value() {
+                    *value.decor_mut() = old.decor().clone();
+                }
+                rebuilt.push((key, Item::Value(value)));
+            }
+            name if REMOTE_KEYS.contains(&name) => {}
+            _ => rebuilt.push((key, item)),
+        }
+    }
+    for (key, item) in rebuilt {
+        entry.put(&key, item);
+    }
+    let intended = Stdio {
+        command: wrapper.command.clone(),
+        args,
+    };
+    (Action::Wrapped, url, Some(Intended::Stdio(intended)), None)
+}
+
+/// `uninstall` in place on a Codex server `install --remote` wrapped (the
+/// backup restores the exact bytes; this is for a file changed since):
+/// `command` becomes `url`, `args` goes, and the headers come back as
+/// `bearer_token_env_var` (`Authorization: Bearer ${VAR}`),
+/// `env_http_headers` (a value that is just `${VAR}`) or `http_headers`.
+/// `env_vars` stays.
+fn unwrap_remote(entry: &mut Entry<'_>, remote: &Remote) {
+    let mut bearer = None;
+    let mut by_variable = InlineTable::new();
+    let mut literal = InlineTable::new();
+    for (name, value) in &remote.headers {
+        let variable = |text: &str| {
+            text.strip_prefix("${")
+                .and_then(|rest| rest.strip_suffix('}'))
+                .filter(|inner| !inner.contains(['{', '}', '$']))
+                .map(str::to_string)
+        };
+        if bearer.is_none()
+            && name.eq_ignore_ascii_case("authorization")
+            && let Some(found) = value.strip_prefix("Bearer ").and_then(variable)
+        {
+            bearer = Some(found);
+        } else if let Some(found) = variable(value) {
+            by_variable.insert(name, Value::from(found));
+        } else {
+            literal.insert(name, Value::from(value.as_str()));
+        }
+    }
+    let mut rebuilt = Vec::new();
+    for (key, item) in entry.take_all() {
+        match key.get() {
+            "command" => {
+                let mut url = Value::from(remote.url.as_str());
+                if let Some(old) = item.as_value() {
+                    *url.decor_mut() = old.decor().clone();
+                }
+                let mut url_key = Key::new("url");
+                *url_key.leaf_decor_mut() = key.leaf_decor().clone();
+                rebuilt.push((url_key, Item::Value(url)));
+                if !literal.is_empty() {
+                    let value = Value::InlineTable(literal.clone());
+                    rebuilt.push((like(&key, "http_headers"), spaced(value)));
+                }
+                if !by_variable.is_empty() {
+                    let value = Value::InlineTable(by_variable.clone());
+                    rebuilt.push((like(&key, "env_http_headers"), spaced(value)));
+                }
+                if let Some(variable) = &bearer {
+                    let value = Value::from(variable.as_str());
+                    rebuilt.push((like(&key, "bearer_token_env_var"), spaced(value)));
+                }
+            }
+            "args" => {}
+            _ => rebuilt.push((key, item)),
+        }
+    }
+    for (key, item) in rebuilt {
+        entry.put(&key, item);
+    }
+}
+
+/// A key named `name` at `model`'s indentation, ` = ` after it.
+fn like(model: &Key, name: &str) -> Key {
+    let mut key = Key::new(name);
+    let indent = model
+        .leaf_decor()
+        .prefix()
+        .and_then(|prefix| prefix.as_str())
+        .map(|prefix| prefix[prefix.rfind('\n').map_or(0, |at| at + 1)..].to_string())
+        .filter(|indent| indent.trim().is_empty())
+        .unwrap_or_default();
+    key.leaf_decor_mut().set_prefix(indent);
+    key.leaf_decor_mut().set_suffix(" ");
+    key
+}
+
+/// A value with one space before it (after `=`) and none after.
+fn spaced(mut value: Value) -> Item {
+    value.decor_mut().set_prefix(" ");
+    value.decor_mut().set_suffix("");
+    Item::Value(value)
+}
+
+impl Entry<'_> {
+    /// A copy of the item at `key`.
+    fn get(&self, key: &str) -> Option<Item> {
+        match self {
+            Entry::Table(table) => table.get(key).cloned(),
+            Entry::Inline(table) => table.get(key).cloned().map(Item::Value),
+        }
+    }
+
+    /// Every key and item, in order, taken out of the table.
+    fn take_all(&mut self) -> Vec<(Key, Item)> {
+        match self {
+            Entry::Table(table) => {
+                let keys: Vec<String> = table.iter().map(|(key, _)| key.to_string()).collect();
+                keys.iter()
+                    .filter_map(|key| table.remove_entry(key))
+                    .collect()
+            }
+            Entry::Inline(table) => {
+                let keys: Vec<String> = table.iter().map(|(key, _)| key.to_string()).collect();
+                keys.iter()
+                    .filter_map(|key| table.remove_entry(key))
+                    .map(|(key, value)| (key, Item::Value(value)))
+                    .collect()
+            }
+        }
+    }
+
+    /// Puts `item` at `key`, last, keeping its formatting.
+    fn put(&mut self, key: &Key, item: Item) {
+        match (self, item) {
+            (Entry::Table(table), item) => {
+                table.insert_formatted(key, item);
+            }
+            (Entry::Inline(table), Item::Value(value)) => {
+                table.insert_formatted(key, value);
+            }
+            (Entry::Inline(_), _) => unreachable!("an inline table holds values only"),
         }
     }
 }
@@ -409,6 +701,7 @@ mod tests {
             command: "/home/me/.cargo/bin/drainpipe".to_string(),
             launcher: Vec::new(),
             proxy_args: vec!["--max-frame".into(), "8MiB".into()],
+            remote: false,
         }
     }
 
@@ -524,6 +817,71 @@ model = "gpt-5"
             )
         );
         assert!(!unwrap(&unwrapped.text, &wrapper()).unwrap().changed());
+    }
+
+    #[test]
+    fn codex_remote_servers_are_wrapped_with_remote() {
+        let text = r#"[mcp_servers.docs]
+url = "https://docs.example/mcp" # the docs
+bearer_token_env_var = "DOCS_TOKEN"
+startup_timeout_sec = 20
+
+[mcp_servers.catalog]
+url = "https://catalog.example/mcp"
+http_headers = { "X-Client" = "review" }
+env_http_headers = { "X-Key" = "CATALOG_KEY" }
+env_vars = ["HOME"]
+
+[mcp_servers.plain]
+url = "https://plain.example/mcp"
+"#;
+        let remote = Wrapper {
+            remote: true,
+            ..wrapper()
+        };
+        let wrapped = wrap(text, &remote).unwrap();
+        assert_eq!(
+            wrapped.text,
+            r#"[mcp_servers.docs]
+command = "/home/me/.cargo/bin/drainpipe" # the docs
+args = ["proxy", "--max-frame", "8MiB", "--url", "https://docs.example/mcp", "--header", "Authorization: Bearer ${DOCS_TOKEN}"]
+env_vars = ["DOCS_TOKEN"]
+startup_timeout_sec = 20
+
+[mcp_servers.catalog]
+command = "/home/me/.cargo/bin/drainpipe"
+args = ["proxy", "--max-frame", "8MiB", "--url", "https://catalog.example/mcp", "--header", "X-Client: review", "--header", "X-Key: ${CATALOG_KEY}"]
+env_vars = ["HOME", "CATALOG_KEY"]
+
+[mcp_servers.plain]
+command = "/home/me/.cargo/bin/drainpipe"
+args = ["proxy", "--max-frame", "8MiB", "--url", "https://plain.example/mcp"]
+"#
+        );
+        assert!(wrapped.servers.iter().all(|s| s.action == Action::Wrapped));
+        assert!(!wrap(&wrapped.text, &remote).unwrap().changed());
+        assert_eq!(wrap(text, &wrapper()).unwrap().text, text);
+        // In place, each header goes back to the key it came from.
+        let back = unwrap(&wrapped.text, &remote).unwrap();
+        assert_eq!(
+            back.text,
+            r#"[mcp_servers.docs]
+url = "https://docs.example/mcp" # the docs
+bearer_token_env_var = "DOCS_TOKEN"
+env_vars = ["DOCS_TOKEN"]
+startup_timeout_sec = 20
+
+[mcp_servers.catalog]
+url = "https://catalog.example/mcp"
+http_headers = { X-Client = "review" }
+env_http_headers = { X-Key = "CATALOG_KEY" }
+env_vars = ["HOME", "CATALOG_KEY"]
+
+[mcp_servers.plain]
+url = "https://plain.example/mcp"
+"#
+        );
+        assert_eq!(back.servers[0].wrapper, Some(remote));
     }
 
     #[test]

@@ -15,6 +15,9 @@ pub(crate) struct Wrapper {
     pub(crate) launcher: Vec<String>,
     /// The words between `proxy` and `--` (already split, shell-like).
     pub(crate) proxy_args: Vec<String>,
+    /// Whether `install` also puts remote servers (`url`) behind the proxy,
+    /// as `drainpipe proxy --url` (see `remote`).
+    pub(crate) remote: bool,
 }
 
 /// The package runners a wrapped entry may start drainpipe through, by the
@@ -90,7 +93,7 @@ fn is_package(word: &str) -> bool {
 /// which); for `npx` or `uvx`, the word after the drainpipe package, when
 /// only the runner's options (words starting with `-`, and the value of
 /// uvx's `--from`) come before that package.
-fn proxy_index(command: &str, args: &[String]) -> Option<usize> {
+pub(crate) fn proxy_index(command: &str, args: &[String]) -> Option<usize> {
     if args.first().is_some_and(|first| first == "proxy") {
         return Some(0);
     }
@@ -141,6 +144,7 @@ pub(crate) fn wrapper_of(command: &str, args: &[String], original: usize) -> Wra
         command: command.to_string(),
         launcher: args[..proxy].to_vec(),
         proxy_args: args[proxy + 1..original - 1].to_vec(),
+        remote: false,
     }
 }
 
@@ -155,7 +159,8 @@ pub(crate) enum Action {
     Unwrapped,
     /// `uninstall` found it not behind drainpipe.
     NotWrapped,
-    /// A remote server (`url`, `type: "http"`, …): not a process, not ours.
+    /// A remote server (`url`, `type: "http"`, …) left as it is: `install`
+    /// without `--remote`, or an entry without a URL to give the proxy.
     Remote,
     /// Left alone, for the reason given (no command, arguments that are not
     /// a list of strings, …).
@@ -299,6 +304,7 @@ mod tests {
             command: "/opt/dp/bin/dp".to_string(),
             launcher: Vec::new(),
             proxy_args: vec!["--clip".to_string(), "256KiB".to_string()],
+            remote: false,
         }
     }
 
@@ -369,6 +375,7 @@ mod tests {
             command: "npx".to_string(),
             launcher: words(&["-y", "drainpipe@0.1.0"]),
             proxy_args: Vec::new(),
+            remote: false,
         };
         for wrapper in [wrapper(), runner.clone()] {
             for (command, args) in [
@@ -436,6 +443,7 @@ mod tests {
                 command: "npx".to_string(),
                 launcher: words(&["-y", "drainpipe@0.1.0"]),
                 proxy_args: words(&["--clip", "1MB"]),
+                remote: false,
             }
         );
         assert_eq!(
