@@ -295,3 +295,102 @@ pub async fn run_client(mut client: StdCommand, secs: u64, what: &str) -> Client
         leftovers,
     }
 }
+
+/// A peer server on loopback (the remote tests' HTTP servers), killed with
+/// its process group when dropped.
+pub struct Listening {
+    child: tokio::process::Child,
+    /// The port it printed (`listening <port>`).
+    pub port: u16,
+}
+
+impl Listening {
+    /// `http://127.0.0.1:<port><path>`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.id() {
+            crate::procs::kill_group(pid);
+        }
+    }
+}
+
+/// Starts a server that prints `listening <port>` as its first stdout line
+/// (in its own process group; its stderr inherited); waits at most 30 s
+/// for that line.
+pub async fn listen(command: StdCommand, what: &str) -> Listening {
+    use std::process::Stdio;
+    use tokio::io::AsyncBufReadExt;
+    let mut command = tokio::process::Command::from(command);
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: could not start: {e}"));
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no `listening <port>` line within 30 s"))
+        .unwrap_or_else(|e| panic!("{what}: reading its stdout: {e}"))
+        .unwrap_or_else(|| panic!("{what}: exited before listening"));
+    let port = first
+        .strip_prefix("listening ")
+        .and_then(|port| port.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{what}: first line {first:?} is not `listening <port>`"));
+    // The rest of its stdout is drained, so it never blocks on it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Listening { child, port }
+}
+
+/// The peak resident memory (`VmHWM`, bytes) seen of the processes whose
+/// command line holds `marker`, sampled every 20 ms until `until` ends.
+/// `VmHWM` is the process's own peak: the last sample before it exits is
+/// its peak but for its last 20 ms.
+pub async fn peak_rss_while<T>(
+    marker: &str,
+    until: impl std::future::Future<Output = T>,
+) -> (T, u64) {
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let (peak, stop, marker) = (peak.clone(), stop.clone(), marker.to_string());
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                    let Some(pid) = entry
+                        .file_name()
+                        .to_str()
+                        .and_then(|p| p.parse::<u32>().ok())
+                    else {
+                        continue;
+                    };
+                    if !crate::procs::cmdline(pid).contains(&marker) {
+                        continue;
+                    }
+                    let status =
+                        std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                    if let Some(kib) = status
+                        .lines()
+                        .find_map(|l| l.strip_prefix("VmHWM:"))
+                        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                    {
+                        peak.fetch_max(kib * 1024, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let out = until.await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = sampler.await;
+    (out, peak.load(std::sync::atomic::Ordering::Relaxed))
+}

@@ -26,6 +26,7 @@
 //                       process (all sessions): one text block, the number
 
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
@@ -114,6 +115,11 @@ function makeServer() {
       log("slow: finished");
       return text(`slept ${ms} ms`);
     },
+  );
+  server.registerTool(
+    "read_text_file",
+    { description: "The text of the file at `path` (spill-client.mjs reads a cut file back).", inputSchema: { path: z.string() } },
+    async ({ path }) => text(readFileSync(path, "utf8")),
   );
   server.registerTool(
     "cancelled_count",

@@ -135,6 +135,11 @@ async function call(name, args, { signal } = {}) {
       blocks: (answer.content ?? []).length,
       text_bytes: texts.reduce((sum, t) => sum + Buffer.byteLength(t, "utf8"), 0),
       notice: NOTICE.test(all),
+      // What drainpipe --clip says of a cut result: the mark in _meta, the
+      // links to what was cut, the answer's size as the client holds it.
+      truncated: answer._meta?.["io.drainpipe/truncated"] !== undefined,
+      links: (answer.content ?? []).filter((block) => block.type === "resource_link").map((block) => block.uri),
+      result_bytes: Buffer.byteLength(JSON.stringify(answer), "utf8"),
       structured: answer.structuredContent !== undefined,
       head: all.slice(0, 160),
       text: all.length <= 4096 ? all : undefined,
