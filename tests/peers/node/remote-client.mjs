@@ -42,10 +42,10 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const SCENARIOS = ["echo", "big", "call", "then_echo", "cancel", "list"];
+const SCENARIOS = ["echo", "big", "call", "then_echo", "cancel", "list", "latency"];
 const usage = () => {
   console.error(
-    "usage: node remote-client.mjs <echo|big|call|then_echo|cancel|list> [--mb N] [--tool NAME] [--args JSON] " +
+    "usage: node remote-client.mjs <echo|big|call|then_echo|cancel|list|latency> [--calls N] [--mb N] [--tool NAME] [--args JSON] " +
       "[--text S] [--call-timeout S] [--timeout S] [--header 'N: v'] (-- <command…> | --direct URL | --direct-sse URL)",
   );
   process.exit(2);
@@ -182,6 +182,22 @@ async function run() {
       summary.echo = await call("echo", { text });
       summary.first_failed = !summary.first.ok || summary.first.is_error;
       return summary.first_failed && summary.echo.ok && !summary.echo.is_error && summary.echo.text === text;
+    }
+    case "latency": {
+      // Sequential small calls, as an agent makes them: the spread of
+      // their times (after 20 warm-up calls).
+      const calls = Number(option("--calls", "1000"));
+      for (let i = 0; i < 20; i++) await call("echo", { text });
+      const times = [];
+      for (let i = 0; i < calls; i++) {
+        const answer = await call("echo", { text });
+        if (!answer.ok || answer.text !== text) return false;
+        times.push(answer.ms);
+      }
+      times.sort((a, b) => a - b);
+      const at = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
+      summary.latency = { calls, p50_ms: at(0.5), p90_ms: at(0.9), p99_ms: at(0.99), max_ms: times[times.length - 1] };
+      return true;
     }
     case "cancel": {
       const count = async () => Number(firstText(await call("cancelled_count", {})));
