@@ -82,6 +82,8 @@ if [ -f tests/peers/setup.sh ]; then
     bash tests/peers/setup.sh
 fi
 (cd host-adapter/js && npm ci --no-audit --no-fund --loglevel=error)
+# workerd and deno, binaries inside the packages, pinned by this lock.
+(cd host-adapter/js/edge-test && npm ci --no-audit --no-fund --loglevel=error)
 
 step "every target compiles (benches and examples included)"
 cargo check --quiet --workspace --all-targets
@@ -126,6 +128,12 @@ cargo build -p drainpipe-host --features rmcp --examples
 
 step "the component in Node (jco)"
 (cd host-adapter/js && npm run build && npm test)
+
+step "the edge guard in workerd and Deno (host-adapter/js/examples/worker)"
+# dist/ from the step above, the upstreams and the SDK client from
+# tests/peers/setup.sh: a 30 MiB result condensed, a 1 GiB event failed,
+# workerd's peak RSS within 128 MB, the edge tests under Deno (~30 s).
+(cd host-adapter/js && timeout 600 node edge-test/run.mjs)
 
 step "GuardedStdioClientTransport under the official SDK clients (node --test)"
 # The fixture is target/debug/drainpipe (`cargo test --workspace` built it:

@@ -10,6 +10,8 @@ extern crate alloc;
 
 #[cfg(feature = "budget")]
 mod budget;
+#[cfg(feature = "budget")]
+mod sse;
 
 use alloc::vec::Vec;
 use core::cell::RefCell;
