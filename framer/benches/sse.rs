@@ -14,13 +14,18 @@
 //! slices, polled on a current-thread tokio runtime), alone and with each
 //! event's data then parsed by `serde_json` into `IgnoredAny`, which is the
 //! least a client must do before it can route a message: our framer does
-//! both in one pass, with a byte limit per event.
+//! both in one pass, with a byte limit per event. Beside them `SseRelay`,
+//! what `proxy --url` reads answers with: the same parsing and validation,
+//! each event's data handed on in pieces (here: its bytes summed) instead
+//! of kept.
 
 use std::convert::Infallible;
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use drainpipe_framer::sse::{SseConfig, SseEvent, SseFramer};
+use drainpipe_framer::sse::{
+    MAX_EVENT_ID_BYTES, RelayEvent, SseConfig, SseEvent, SseFramer, SseRelay,
+};
 use drainpipe_framer::testing::workload;
 use eventsource_stream::Eventsource;
 use tokio_stream::StreamExt;
@@ -57,6 +62,28 @@ fn drainpipe_count(body: &[u8]) -> usize {
     messages
 }
 
+fn relay_count(body: &[u8]) -> usize {
+    let mut relay = SseRelay::new(
+        drainpipe_framer::Config::DEFAULT_MAX_DEPTH,
+        MAX_EVENT_ID_BYTES,
+    );
+    let mut messages = 0usize;
+    let mut bytes = 0usize;
+    for piece in body.chunks(CHUNK) {
+        relay.push(piece, |e| match e {
+            RelayEvent::Data(data) => bytes += data.len(),
+            RelayEvent::End(end) if end.has_data && end.invalid.is_none() => {
+                black_box(end.envelope.id);
+                messages += 1;
+            }
+            _ => {}
+        });
+    }
+    relay.finish(|_| {});
+    black_box(bytes);
+    messages
+}
+
 fn peer_count(runtime: &tokio::runtime::Runtime, body: &[u8], parse: bool) -> usize {
     runtime.block_on(async {
         let chunks = tokio_stream::iter(body.chunks(CHUNK).map(Ok::<_, Infallible>));
@@ -80,6 +107,7 @@ fn bench_workload(c: &mut Criterion, name: &str, body: &[u8], count: usize) {
         .build()
         .expect("a runtime");
     assert_eq!(drainpipe_count(body), count);
+    assert_eq!(relay_count(body), count);
     assert_eq!(peer_count(&runtime, body, false), count);
     assert_eq!(peer_count(&runtime, body, true), count);
     let mut group = c.benchmark_group(format!("sse_{name}"));
@@ -88,6 +116,7 @@ fn bench_workload(c: &mut Criterion, name: &str, body: &[u8], count: usize) {
     group.bench_function("drainpipe_strict_json", |b| {
         b.iter(|| drainpipe_count(body))
     });
+    group.bench_function("drainpipe_relay", |b| b.iter(|| relay_count(body)));
     group.bench_function("eventsource_stream", |b| {
         b.iter(|| peer_count(&runtime, body, false))
     });
