@@ -674,4 +674,176 @@ mod tests {
         ));
         assert_eq!(challenge, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
     }
+
+    /// What the fake server saw of one request.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Seen {
+        path: String,
+        bearer: Option<String>,
+        body: String,
+    }
+
+    /// An MCP endpoint (`/mcp`) that takes only `Bearer new`, and a token
+    /// endpoint (`/token`) that trades refresh token `r1` for `new` and
+    /// `r2`: HTTP/1.1, one request per connection.
+    async fn fake_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Seen>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let mut data = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let (head, body) = loop {
+                    let n = stream.read(&mut chunk).await.unwrap();
+                    data.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&data).to_string();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap())
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length || n == 0 {
+                            break (head.to_string(), body.to_string());
+                        }
+                    }
+                };
+                let path = head.split_whitespace().nth(1).unwrap().to_string();
+                let bearer = head.lines().find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .starts_with("authorization:")
+                        .then(|| {
+                            l["authorization:".len()..]
+                                .trim()
+                                .trim_start_matches("Bearer ")
+                                .to_string()
+                        })
+                });
+                let (status, answer) = match path.as_str() {
+                    "/token" if body.contains("refresh_token=r1") => (
+                        "200 OK",
+                        r#"{"access_token":"new","token_type":"Bearer","expires_in":3600,"refresh_token":"r2"}"#,
+                    ),
+                    "/token" => ("400 Bad Request", r#"{"error":"invalid_grant"}"#),
+                    "/mcp" if bearer.as_deref() == Some("new") => ("200 OK", "{}"),
+                    _ => ("401 Unauthorized", ""),
+                };
+                log.lock().unwrap().push(Seen { path, bearer, body });
+                let response = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nwww-authenticate: Bearer\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+                stream.write_all(response.as_bytes()).await.unwrap();
+            }
+        });
+        (base, seen)
+    }
+
+    /// A token source for `base/mcp` whose store holds a client and the
+    /// access token `old` (expiring at `expires_at`) with refresh token
+    /// `r1`.
+    fn source(base: &str, dir: &std::path::Path, expires_at: u64) -> TokenSource {
+        let server = format!("{base}/mcp");
+        let store = Store::new(Some(dir.to_path_buf())).unwrap();
+        let mut record = store.load(&server);
+        record.client = Some(Client {
+            client_id: "c".into(),
+            client_secret: None,
+            redirect_uris: vec!["http://127.0.0.1:1/callback".into()],
+            token_endpoint: format!("{base}/token"),
+        });
+        record.tokens = Some(Tokens {
+            access_token: "old".into(),
+            refresh_token: Some("r1".into()),
+            expires_at: Some(expires_at),
+            token_endpoint: format!("{base}/token"),
+            resource: server.clone(),
+        });
+        store.save(&record).unwrap();
+        let config = OAuthConfig {
+            mode: OAuthMode::Always,
+            dir: Some(dir.to_path_buf()),
+            port: None,
+        };
+        let http = Http::new(&[], Duration::from_secs(5)).unwrap();
+        let (sink, _closer) = StderrSink::start(io::sink(), 1 << 16);
+        TokenSource::for_config(
+            &config,
+            &server.parse().unwrap(),
+            &http,
+            sink,
+            Duration::from_secs(5),
+        )
+        .unwrap()
+        .unwrap()
+    }
+
+    fn post(base: &str) -> Request<Full<Bytes>> {
+        Request::post(format!("{base}/mcp"))
+            .body(Full::new(Bytes::from_static(b"{}")))
+            .unwrap()
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("drainpipe-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[tokio::test]
+    async fn a_401_refreshes_the_token_and_retries_once() {
+        let (base, seen) = fake_server().await;
+        let dir = temp_dir("oauth-401");
+        let source = source(&base, &dir, now() + 3600);
+        let http = Http::new(&[], Duration::from_secs(5)).unwrap();
+        let response = source.send(&http, post(&base)).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let seen = seen.lock().unwrap();
+        let paths: Vec<(&str, Option<&str>)> = seen
+            .iter()
+            .map(|s| (s.path.as_str(), s.bearer.as_deref()))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("/mcp", Some("old")),
+                ("/token", None),
+                ("/mcp", Some("new"))
+            ]
+        );
+        assert!(seen[1].body.contains("grant_type=refresh_token"));
+        assert!(seen[1].body.contains("resource=http"));
+        let stored = Store::new(Some(dir.clone()))
+            .unwrap()
+            .load(&format!("{base}/mcp"));
+        let tokens = stored.tokens.unwrap();
+        assert_eq!(tokens.access_token, "new");
+        assert_eq!(tokens.refresh_token.as_deref(), Some("r2"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_expired_token_is_refreshed_before_it_is_sent() {
+        let (base, seen) = fake_server().await;
+        let dir = temp_dir("oauth-expired");
+        let source = source(&base, &dir, 1);
+        let http = Http::new(&[], Duration::from_secs(5)).unwrap();
+        let response = source.send(&http, post(&base)).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let paths: Vec<String> = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|s| s.path.clone())
+            .collect();
+        assert_eq!(paths, ["/token", "/mcp"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
