@@ -109,6 +109,31 @@ pub(crate) struct ProxyArgs {
     #[cfg(feature = "remote")]
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, requires = "url")]
     idle_timeout: Duration,
+    /// With --url: authorize with OAuth as MCP specifies (discovery,
+    /// dynamic client registration, authorization code with PKCE in the
+    /// browser, refresh). Without it OAuth still starts when the server
+    /// answers 401 with `WWW-Authenticate: Bearer resource_metadata=…`,
+    /// unless an `Authorization` header is given. The URL to approve is
+    /// printed to stderr (and opened in a browser unless
+    /// DRAINPIPE_NO_BROWSER is set or there is no display); tokens are
+    /// stored for the next run, private to the user (see --oauth-dir).
+    #[cfg(feature = "remote")]
+    #[arg(long, requires = "url")]
+    oauth: bool,
+    /// With --url: where OAuth tokens and client registrations are kept,
+    /// one file per server URL (0600, in a 0700 directory). Default:
+    /// $XDG_CONFIG_HOME/drainpipe/oauth, else ~/.config/drainpipe/oauth
+    /// (%APPDATA%\drainpipe\oauth on Windows).
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "DIR", requires = "url")]
+    oauth_dir: Option<PathBuf>,
+    /// With --url: the port on 127.0.0.1 the browser is sent back to after
+    /// approving (for an authorization server that only accepts a
+    /// registered redirect URI). Default: the port registered before if
+    /// free, else any free port.
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "PORT", requires = "url")]
+    oauth_port: Option<u16>,
     /// The server command and its arguments, after `--` or not (for hosts
     /// that swallow `--`): every word from the first one that is not a
     /// proxy option on belongs to the server.
@@ -161,6 +186,19 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         let mut remote = drainpipe_host::remote::RemoteConfig::new(url.clone());
         remote.headers = args.headers.clone();
         remote.idle_timeout = args.idle_timeout;
+        let authorization_given = args
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+        remote.oauth = drainpipe_host::remote::OAuthConfig {
+            mode: match (args.oauth, authorization_given) {
+                (true, _) => drainpipe_host::remote::OAuthMode::Always,
+                (false, true) => drainpipe_host::remote::OAuthMode::Off,
+                (false, false) => drainpipe_host::remote::OAuthMode::OnChallenge,
+            },
+            dir: args.oauth_dir.clone(),
+            port: args.oauth_port,
+        };
         remote.transport = match args.transport {
             TransportArg::Auto => drainpipe_host::remote::Transport::Auto,
             TransportArg::StreamableHttp => drainpipe_host::remote::Transport::StreamableHttp,

@@ -106,6 +106,17 @@ impl Http {
         })
     }
 
+    /// The same client (its pool and trust) without the caller's headers:
+    /// for an authorization server, which must not see what was meant for
+    /// the MCP server.
+    pub(crate) fn without_headers(&self) -> Http {
+        Http {
+            client: self.client.clone(),
+            headers: HeaderMap::new(),
+            connect_timeout: self.connect_timeout,
+        }
+    }
+
     /// Sends `request` with the client's headers added (a header the
     /// request sets itself wins), waiting at most the connect timeout for
     /// the response's head.
@@ -200,6 +211,23 @@ pub(crate) async fn short_text(body: &mut Incoming, limit: usize, idle: Duration
         }
     }
     String::from_utf8_lossy(&text).trim().to_string()
+}
+
+/// A whole body of at most `limit` bytes, each piece within `idle`; a
+/// longer one is an error, not cut.
+pub(crate) async fn read_body(
+    body: &mut Incoming,
+    limit: usize,
+    idle: Duration,
+) -> Result<Vec<u8>, String> {
+    let mut whole = Vec::new();
+    while let Some(chunk) = next_chunk(body, idle).await? {
+        if whole.len() + chunk.len() > limit {
+            return Err(format!("a document over {limit} bytes"));
+        }
+        whole.extend_from_slice(&chunk);
+    }
+    Ok(whole)
 }
 
 /// `30s`, `1.5s`, `200ms`: how a duration is said in messages.

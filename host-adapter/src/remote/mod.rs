@@ -31,10 +31,16 @@
 //!   answered exactly once;
 //! - a first POST refused with `400`, `404` or `405` makes the bridge try
 //!   the older transport: a `GET` for the `endpoint` event, then POSTs to
-//!   that endpoint and every answer on the `GET` stream.
+//!   that endpoint and every answer on the `GET` stream;
+//! - with OAuth on, every request goes through the token source
+//!   ([`oauth`]): the bearer on it, and one retry after a `401` once the
+//!   tokens are renewed.
 
 mod http;
+mod oauth;
 mod out;
+
+pub use oauth::{OAuthConfig, OAuthMode};
 
 use std::collections::HashSet;
 use std::io;
@@ -57,7 +63,7 @@ use tokio_util::sync::CancellationToken;
 use crate::pipe::jsonrpc::{SERVER_GONE, TOO_LARGE};
 use crate::proxy::Failure;
 use crate::proxy::StderrSink;
-use http::{Http, MAX_ERROR_BODY_BYTES, next_chunk, short_text, shown};
+use http::{Http, HttpError, MAX_ERROR_BODY_BYTES, next_chunk, short_text, shown};
 use out::{BodyKind, BodyLines, Lines, Passed};
 
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -102,6 +108,8 @@ pub struct RemoteConfig {
     /// The longest the TCP and TLS connection and a response's head may
     /// take.
     pub connect_timeout: Duration,
+    /// Whether and how to authorize with OAuth.
+    pub oauth: OAuthConfig,
 }
 
 impl RemoteConfig {
@@ -114,6 +122,7 @@ impl RemoteConfig {
             transport: Transport::Auto,
             idle_timeout: Duration::from_secs(300),
             connect_timeout: Duration::from_secs(30),
+            oauth: OAuthConfig::default(),
         }
     }
 }
@@ -185,6 +194,13 @@ pub(crate) fn connect(
         })
         .collect::<Vec<_>>();
     let http = Http::new(&headers, config.connect_timeout.max(config.idle_timeout))?;
+    let auth = oauth::TokenSource::for_config(
+        &config.oauth,
+        &url,
+        &http,
+        sink.clone(),
+        config.idle_timeout,
+    )?;
     let (proxy_in, bridge_in) = tokio::io::duplex(PIPE_BYTES);
     let (bridge_out, proxy_out) = tokio::io::duplex(PIPE_BYTES);
     let (failed, failures) = mpsc::channel(1024);
@@ -195,6 +211,7 @@ pub(crate) fn connect(
     };
     let shared = Arc::new(Shared {
         http,
+        auth,
         url,
         transport: config.transport,
         idle: config.idle_timeout,
@@ -263,6 +280,8 @@ enum Mode {
 
 struct Shared {
     http: Http,
+    /// OAuth's bearer tokens, when it is on.
+    auth: Option<oauth::TokenSource>,
     url: Uri,
     transport: Transport,
     idle: Duration,
@@ -380,6 +399,18 @@ impl Shared {
         }
     }
 
+    /// Sends `request`: through the token source when OAuth is on (the
+    /// bearer on it, one retry after a `401`), else as it is.
+    async fn http_send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, HttpError> {
+        match &self.auth {
+            Some(auth) => auth.send(&self.http, request).await,
+            None => self.http.send(request).await,
+        }
+    }
+
     fn request(&self, method: Method, uri: &Uri, body: Bytes) -> Request<Full<Bytes>> {
         let mut request = Request::builder()
             .method(method)
@@ -404,7 +435,7 @@ impl Shared {
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let first = self.session.lock().expect("session").mode.is_none();
-        let response = match self.http.send(request).await {
+        let response = match self.http_send(request).await {
             Ok(response) => response,
             Err(error) => {
                 if first {
@@ -505,7 +536,7 @@ impl Shared {
             if let Ok(id) = HeaderValue::from_bytes(lines.last_event_id()) {
                 request.headers_mut().insert(LAST_EVENT_ID, id);
             }
-            match self.http.send(request).await {
+            match self.http_send(request).await {
                 Ok(response) if response.status().is_success() => {
                     lines.reconnected();
                     if self
@@ -635,7 +666,7 @@ impl Shared {
                 }
                 let response = tokio::select! {
                     () = abort.cancelled() => return,
-                    response = self.http.send(request) => response,
+                    response = self.http_send(request) => response,
                 };
                 match response {
                     Ok(response) if response.status().is_success() => {
@@ -678,7 +709,7 @@ impl Shared {
         };
         if let (Some(_), Some(Mode::Streamable)) = (id, mode) {
             let request = self.request(Method::DELETE, &self.url, Bytes::new());
-            let _ = tokio::time::timeout(Duration::from_secs(5), self.http.send(request)).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.http_send(request)).await;
         }
     }
 
@@ -690,8 +721,7 @@ impl Shared {
             .headers_mut()
             .insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         let response = self
-            .http
-            .send(request)
+            .http_send(request)
             .await
             .map_err(|error| error.to_string())?;
         if !response.status().is_success() {
@@ -781,7 +811,7 @@ impl Shared {
         request
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        match self.http.send(request).await {
+        match self.http_send(request).await {
             Ok(response) if response.status().is_success() => {}
             Ok(response) => {
                 let status = response.status();

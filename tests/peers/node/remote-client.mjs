@@ -12,6 +12,8 @@
 //   big        calls --tool (default big) with {mb}; reports what arrived
 //   call       calls --tool with --args, which must succeed (not isError),
 //              then echo, which must succeed too; reports both
+//   tool       calls --tool with --args, which must succeed (not isError):
+//              for servers without echo (the SDK's example servers)
 //   then_echo  calls --tool with --args (a call expected to fail), then
 //              echo, which must succeed; reports both
 //   cancel     slow {ms: 5000} aborted after 300 ms, then echo, then
@@ -42,10 +44,10 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const SCENARIOS = ["echo", "big", "call", "then_echo", "cancel", "list", "latency"];
+const SCENARIOS = ["echo", "big", "call", "tool", "then_echo", "cancel", "list", "latency"];
 const usage = () => {
   console.error(
-    "usage: node remote-client.mjs <echo|big|call|then_echo|cancel|list|latency> [--calls N] [--mb N] [--tool NAME] [--args JSON] " +
+    "usage: node remote-client.mjs <echo|big|call|tool|then_echo|cancel|list|latency> [--calls N] [--mb N] [--tool NAME] [--args JSON] " +
       "[--text S] [--call-timeout S] [--timeout S] [--header 'N: v'] (-- <command…> | --direct URL | --direct-sse URL)",
   );
   process.exit(2);
@@ -84,7 +86,7 @@ try {
   usage();
 }
 if ([timeoutS, callTimeoutMs, mb].some((n) => !Number.isFinite(n) || n < 0)) usage();
-if ((scenario === "call" || scenario === "then_echo") && !tool) usage();
+if (["call", "tool", "then_echo"].includes(scenario) && !tool) usage();
 
 const summary = { scenario, transport: direct ? "direct" : directSse ? "direct-sse" : "stdio", ok: false };
 let step = "connect";
@@ -176,6 +178,10 @@ async function run() {
       summary.first = await call(tool, toolArgs);
       summary.echo = await call("echo", { text });
       return summary.first.ok && !summary.first.is_error && summary.echo.ok && summary.echo.text === text;
+    }
+    case "tool": {
+      summary.first = await call(tool, toolArgs);
+      return summary.first.ok && !summary.first.is_error;
     }
     case "then_echo": {
       summary.first = await call(tool, toolArgs);

@@ -1,0 +1,195 @@
+//! Where a server's client registration and tokens are kept between runs:
+//! one JSON file per server URL in a directory only this user can open
+//! (0700), the file only this user can read (0600), replaced atomically.
+//!
+//! The default directory is `$XDG_CONFIG_HOME/drainpipe/oauth`, else
+//! `~/.config/drainpipe/oauth` (`%APPDATA%\drainpipe\oauth` on Windows).
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::pipe::sys;
+
+/// What is stored for one server. Debug never shows a secret.
+#[derive(Clone, Default, Deserialize, Serialize)]
+pub(crate) struct Record {
+    /// The server URL the record is for (the file name is its hash).
+    pub(crate) server: String,
+    pub(crate) client: Option<Client>,
+    pub(crate) tokens: Option<Tokens>,
+}
+
+/// A client registered with the authorization server (RFC 7591).
+#[derive(Clone, Deserialize, Serialize)]
+pub(crate) struct Client {
+    pub(crate) client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) client_secret: Option<String>,
+    /// The redirect URIs it was registered with (its callback's port).
+    pub(crate) redirect_uris: Vec<String>,
+    /// The authorization server it was registered with.
+    pub(crate) token_endpoint: String,
+}
+
+/// The tokens of the last grant.
+#[derive(Clone, Deserialize, Serialize)]
+pub(crate) struct Tokens {
+    pub(crate) access_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) refresh_token: Option<String>,
+    /// When the access token expires, in seconds since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) expires_at: Option<u64>,
+    /// The token endpoint that issued them, for a refresh.
+    pub(crate) token_endpoint: String,
+    /// The `resource` they were issued for (RFC 8707).
+    pub(crate) resource: String,
+}
+
+/// The directory of records.
+#[derive(Clone, Debug)]
+pub(crate) struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// The store in `dir`, or in the user's configuration directory.
+    pub(crate) fn new(dir: Option<PathBuf>) -> io::Result<Store> {
+        let dir = match dir {
+            Some(dir) => dir,
+            None => default_dir().ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "no configuration directory for OAuth tokens (set HOME or --oauth-dir)",
+                )
+            })?,
+        };
+        Ok(Store { dir })
+    }
+
+    /// The file for `server`: a hash of its URL, so that no URL (which may
+    /// hold a key in its query) is a file name.
+    pub(crate) fn path(&self, server: &str) -> PathBuf {
+        let hash = Sha256::digest(server.as_bytes());
+        let name: String = hash[..16].iter().map(|b| format!("{b:02x}")).collect();
+        self.dir.join(format!("{name}.json"))
+    }
+
+    /// The record for `server`; empty when there is none or it cannot be
+    /// read (then a new authorization replaces it).
+    pub(crate) fn load(&self, server: &str) -> Record {
+        let path = self.path(server);
+        let record = fs::read(&path)
+            .ok()
+            .filter(|_| private_enough(&path))
+            .and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok())
+            .filter(|record| record.server == server);
+        record.unwrap_or_else(|| Record {
+            server: server.to_string(),
+            ..Record::default()
+        })
+    }
+
+    /// Writes `record`: a new private file renamed over the old one, so a
+    /// reader never sees half of it.
+    pub(crate) fn save(&self, record: &Record) -> io::Result<()> {
+        self.make_dir()?;
+        let path = self.path(&record.server);
+        let making = path.with_extension(format!("json.{}.tmp", std::process::id()));
+        let _ = fs::remove_file(&making);
+        let written = (|| {
+            let mut file = sys::create_private_file(&making)?;
+            file.write_all(&serde_json::to_vec_pretty(record).map_err(io::Error::other)?)?;
+            file.sync_all()?;
+            fs::rename(&making, &path)
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&making);
+        }
+        written
+    }
+
+    /// Creates the directory (0700) if missing; its parents are ordinary
+    /// directories. One that exists must be this user's.
+    fn make_dir(&self) -> io::Result<()> {
+        match fs::symlink_metadata(&self.dir) {
+            Ok(metadata) if metadata.is_dir() && sys::owned_by_me(&metadata) => Ok(()),
+            Ok(_) => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is not a directory of this user's: the OAuth tokens are not stored there",
+                    self.dir.display()
+                ),
+            )),
+            Err(_) => {
+                if let Some(parent) = self.dir.parent() {
+                    fs::create_dir_all(parent)?;
+                }
+                sys::create_private_dir(&self.dir)
+            }
+        }
+    }
+
+    /// The directory, for messages.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// A record another user could have written or read is not trusted.
+fn private_enough(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && sys::owned_by_me(&m))
+}
+
+fn default_dir() -> Option<PathBuf> {
+    let base = if cfg!(windows) {
+        std::env::var_os("APPDATA").map(PathBuf::from)
+    } else {
+        std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+    };
+    base.map(|base| base.join("drainpipe").join("oauth"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_private_and_keyed_by_the_server_url() {
+        let dir = std::env::temp_dir().join(format!("drainpipe-oauth-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let store = Store::new(Some(dir.join("oauth"))).unwrap();
+        let server = "https://a.example/mcp?key=k";
+        assert!(store.load(server).tokens.is_none());
+        let mut record = store.load(server);
+        record.tokens = Some(Tokens {
+            access_token: "at".into(),
+            refresh_token: None,
+            expires_at: Some(1),
+            token_endpoint: "https://auth.example/token".into(),
+            resource: server.into(),
+        });
+        store.save(&record).unwrap();
+        store.save(&record).unwrap();
+        let name = store.path(server);
+        assert!(!name.to_string_lossy().contains("a.example"));
+        assert_eq!(store.load(server).tokens.unwrap().access_token, "at");
+        assert!(store.load("https://b.example/mcp").tokens.is_none());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(store.dir()), 0o700);
+            assert_eq!(mode(&name), 0o600);
+        }
+        assert_eq!(fs::read_dir(store.dir()).unwrap().count(), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
