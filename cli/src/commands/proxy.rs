@@ -138,11 +138,12 @@ pub(crate) struct ProxyArgs {
     /// that swallow `--`): every word from the first one that is not a
     /// proxy option on belongs to the server.
     #[arg(
-        required_unless_present = "url",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "SERVER COMMAND"
     )]
+    #[cfg_attr(feature = "remote", arg(required_unless_present = "url"))]
+    #[cfg_attr(not(feature = "remote"), arg(required = true))]
     server: Vec<String>,
 }
 
