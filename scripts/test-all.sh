@@ -78,6 +78,11 @@ cargo build --quiet --target x86_64-pc-windows-gnu -p drainpipe-cli --no-default
 cargo build --quiet --target x86_64-pc-windows-gnu -p drainpipe-cli
 
 step "peers: Node and Python MCP SDKs, jco"
+# openssl makes the private root and certificate of the HTTPS test
+# (tests/peer_remote.rs).
+if ! command -v openssl >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+fi
 if [ -f tests/peers/setup.sh ]; then
     bash tests/peers/setup.sh
 fi

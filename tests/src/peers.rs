@@ -302,12 +302,18 @@ pub struct Listening {
     child: tokio::process::Child,
     /// The port it printed (`listening <port>`).
     pub port: u16,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Listening {
     /// `http://127.0.0.1:<port><path>`.
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// What it printed on stdout after `listening <port>`, so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().expect("lines").clone()
     }
 }
 
@@ -345,9 +351,19 @@ pub async fn listen(command: StdCommand, what: &str) -> Listening {
         .strip_prefix("listening ")
         .and_then(|port| port.trim().parse().ok())
         .unwrap_or_else(|| panic!("{what}: first line {first:?} is not `listening <port>`"));
-    // The rest of its stdout is drained, so it never blocks on it.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    Listening { child, port }
+    // The rest of its stdout is kept (and drained, so it never blocks).
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = kept.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            keep.lock().expect("lines").push(line);
+        }
+    });
+    Listening {
+        child,
+        port,
+        lines: kept,
+    }
 }
 
 /// The peak resident memory (`VmHWM`, bytes) seen of the processes whose

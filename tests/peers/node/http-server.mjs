@@ -11,10 +11,14 @@
 //              application/json body instead of an SSE stream
 //   --legacy   the 2024-11-05 HTTP+SSE transport instead (SSEServerTransport):
 //              GET /sse opens the stream, POST /messages?sessionId=… sends
+//   --tls CERT KEY  HTTPS with this certificate and key (PEM files), HTTP/2
+//              offered by ALPN and HTTP/1.1 accepted (node:http2's secure
+//              server with allowHTTP1)
 //
 // Endpoints: /mcp (POST, GET, DELETE) in Streamable HTTP mode; /sse and
-// /messages in legacy mode. The first stdout line is `listening <port>`;
-// everything else goes to stderr.
+// /messages in legacy mode. The first stdout line is `listening <port>`,
+// then `session opened over HTTP/<version>` for each Streamable HTTP
+// session; everything else goes to stderr.
 //
 // Tools (the same in every mode):
 //   echo {text}         one text block: `text`
@@ -28,6 +32,7 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { createSecureServer } from "node:http2";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -167,6 +172,8 @@ async function streamable(req, res, url) {
       onsessioninitialized: (session) => {
         sessions.set(session, transport);
         log(`session ${session} opened`);
+        // On stdout too: the tests read which HTTP version the client spoke.
+        process.stdout.write(`session opened over HTTP/${req.httpVersion}\n`);
       },
     });
     transport.onclose = () => {
@@ -204,13 +211,16 @@ async function legacySse(req, res, url) {
   reply(res, 404, `no such endpoint ${req.method} ${url.pathname}`);
 }
 
-const http = createServer((req, res) => {
+const tlsAt = argv.indexOf("--tls");
+const tls = tlsAt >= 0 ? { cert: readFileSync(argv[tlsAt + 1]), key: readFileSync(argv[tlsAt + 2]) } : undefined;
+const handle = (req, res) => {
   const url = new URL(req.url ?? "/", "http://localhost");
   (legacy ? legacySse : streamable)(req, res, url).catch((error) => {
     log(`${req.method} ${url.pathname} failed: ${error.stack ?? error}`);
     reply(res, 500, String(error.message ?? error));
   });
-});
+};
+const http = tls ? createSecureServer({ ...tls, allowHTTP1: true }, handle) : createServer(handle);
 // Long calls and long streams are the point: no server-side time limits.
 http.requestTimeout = 0;
 http.headersTimeout = 0;

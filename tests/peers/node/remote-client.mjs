@@ -41,7 +41,7 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const SCENARIOS = ["echo", "big", "call", "tool", "then_echo", "cancel", "list", "latency"];
@@ -99,7 +99,13 @@ else if (directSse) {
   // The SDK adds requestInit's headers to the GET of the stream too.
   transport = new SSEClientTransport(new URL(directSse), { requestInit: { headers } });
 } else {
-  transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "inherit" });
+  // The SDK passes a server only a few variables by default; a host's
+  // config names the others (`env`), as SSL_CERT_FILE is named here.
+  const env = { ...getDefaultEnvironment() };
+  for (const name of ["SSL_CERT_FILE", "DRAINPIPE_NO_BROWSER"]) {
+    if (process.env[name] !== undefined) env[name] = process.env[name];
+  }
+  transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "inherit", env });
 }
 const client = new Client({ name: "drainpipe-remote-client", version: "0.0.0" });
 client.onerror = (error) => console.error(`remote-client: transport error: ${error.message ?? error}`);
