@@ -315,6 +315,7 @@ fn exports_match_the_wit_package() {
             &[
                 "drainpipe:framer/framing@0.1.0",
                 "drainpipe:framer/budget@0.1.0",
+                "drainpipe:framer/sse@0.1.0",
             ],
         ),
     ] {
