@@ -8,6 +8,7 @@ use super::config::SseConfig;
 use super::data::{DataCheck, Verdict};
 use super::event::{SseEvent, SseMessage};
 use super::fields::{Field, FieldReader, FieldSink};
+use super::ids::Ids;
 use super::lines::{LineSink, LineSplitter};
 use super::stats::SseStats;
 
@@ -72,22 +73,9 @@ struct Assembly {
     has_data: bool,
     event_type: Vec<u8>,
     check: DataCheck,
-    /// The id this event set (valid when `event_id_set`), committed as the
-    /// last event id at its blank line. Why apart from `last_event_id`: an
-    /// event cut off by the end of the stream must not move the id a
-    /// reconnection resumes from.
-    event_id: Vec<u8>,
-    event_id_set: bool,
-    /// The `id` line being read, and whether it still counts (no NUL, not
-    /// longer than the limit).
-    id_line: Vec<u8>,
-    id_line_ok: bool,
-    /// The `retry` line being read: its value while all its bytes are
-    /// digits, `None` after any other byte.
-    retry: Option<u64>,
-    retry_digits: bool,
-    /// The last event id, as the rules' "last event ID string".
-    last_event_id: Vec<u8>,
+    /// The event's id, the last event id and `retry` (an id no longer than
+    /// the limit).
+    ids: Ids,
     stats: SseStats,
 }
 
@@ -107,13 +95,7 @@ impl SseFramer {
                 has_data: false,
                 event_type: Vec::new(),
                 check: DataCheck::new(config.max_depth()),
-                event_id: Vec::new(),
-                event_id_set: false,
-                id_line: Vec::new(),
-                id_line_ok: false,
-                retry: None,
-                retry_digits: false,
-                last_event_id: Vec::new(),
+                ids: Ids::new(config.max_event_bytes() as u64),
                 stats: SseStats::default(),
             },
         }
@@ -155,7 +137,7 @@ impl SseFramer {
                     offset,
                     len: event.len,
                     at_eof: true,
-                    last_event_id: &event.last_event_id,
+                    last_event_id: event.ids.last(),
                     envelope: event.check.kept_envelope(),
                     well_formed: false,
                 });
@@ -182,7 +164,7 @@ impl SseFramer {
     /// stream. Set by an event's `id` at its blank line, whether or not the
     /// event had data; empty until then.
     pub fn last_event_id(&self) -> &[u8] {
-        &self.event.last_event_id
+        self.event.ids.last()
     }
 
     /// Stream offset of the next byte: the bytes pushed since the stream
@@ -202,7 +184,7 @@ impl SseFramer {
 impl Assembly {
     /// See [`SseFramer::buffered`].
     fn buffered(&self) -> usize {
-        self.data.len() + self.event_type.len() + self.event_id.len() + self.id_line.len()
+        self.data.len() + self.event_type.len() + self.ids.held()
     }
 
     /// Records what is held now in the high-water mark: called where the
@@ -221,18 +203,12 @@ impl Assembly {
         self.has_data = false;
         self.event_type.clear();
         self.check.reset();
-        self.event_id.clear();
-        self.event_id_set = false;
-        self.id_line.clear();
+        self.ids.clear_event();
     }
 
     /// The last event id as it stands mid-event.
     fn current_id(&self) -> &[u8] {
-        if self.event_id_set {
-            &self.event_id
-        } else {
-            &self.last_event_id
-        }
+        self.ids.current()
     }
 }
 
@@ -258,9 +234,7 @@ impl<F: FnMut(SseEvent<'_>)> Step<'_, F> {
         let event = &mut *self.event;
         let Some(offset) = event.start else { return };
         event.note_buffered();
-        if event.event_id_set {
-            core::mem::swap(&mut event.last_event_id, &mut event.event_id);
-        }
+        event.ids.commit();
         if event.discarding {
             let well_formed = event.check.verdict() == Verdict::Message;
             event.stats.oversize_bytes_dropped += event.len;
@@ -268,7 +242,7 @@ impl<F: FnMut(SseEvent<'_>)> Step<'_, F> {
                 offset,
                 len: event.len,
                 at_eof: false,
-                last_event_id: &event.last_event_id,
+                last_event_id: event.ids.last(),
                 envelope: event.check.kept_envelope(),
                 well_formed,
             });
@@ -286,7 +260,7 @@ impl<F: FnMut(SseEvent<'_>)> Step<'_, F> {
                 len: event.len,
                 event_type: &event.event_type,
                 data: &event.data,
-                last_event_id: &event.last_event_id,
+                last_event_id: event.ids.last(),
                 envelope: event.check.envelope(&event.data),
             };
             (self.emit)(match verdict {
@@ -383,15 +357,7 @@ impl<F: FnMut(SseEvent<'_>)> FieldSink for Fields<'_, F> {
                 event.has_data = true;
             }
             Field::Event => event.event_type.clear(),
-            Field::Id => {
-                event.id_line.clear();
-                event.id_line_ok = true;
-            }
-            Field::Retry => {
-                event.retry = Some(0);
-                event.retry_digits = false;
-            }
-            Field::Other => {}
+            other => event.ids.start(other),
         }
     }
 
@@ -405,45 +371,14 @@ impl<F: FnMut(SseEvent<'_>)> FieldSink for Fields<'_, F> {
                 event.check.feed(piece, event.discarding);
             }
             Field::Event if !event.discarding => event.event_type.extend_from_slice(piece),
-            Field::Id if event.id_line_ok => {
-                let too_long = (event.id_line.len() + piece.len()) as u64 > event.max_event_bytes;
-                if too_long || memchr::memchr(0, piece).is_some() {
-                    event.id_line_ok = false;
-                    event.id_line = Vec::new();
-                } else {
-                    event.id_line.extend_from_slice(piece);
-                }
-            }
-            Field::Retry => {
-                for &b in piece {
-                    event.retry = match (event.retry, b) {
-                        (Some(value), b'0'..=b'9') => {
-                            Some(value.saturating_mul(10).saturating_add(u64::from(b - b'0')))
-                        }
-                        _ => None,
-                    };
-                }
-                event.retry_digits = true;
-            }
-            _ => {}
+            Field::Event => {}
+            other => event.ids.value(other, piece),
         }
     }
 
     fn value_end(&mut self, field: Field) {
-        let event = &mut *self.event;
-        match field {
-            Field::Id if event.id_line_ok => {
-                core::mem::swap(&mut event.event_id, &mut event.id_line);
-                event.id_line.clear();
-                event.event_id_set = true;
-            }
-            Field::Id => event.id_line.clear(),
-            Field::Retry => {
-                if let (Some(millis), true) = (event.retry, event.retry_digits) {
-                    (self.emit)(SseEvent::Retry { millis });
-                }
-            }
-            _ => {}
+        if let Some(millis) = self.event.ids.end(field) {
+            (self.emit)(SseEvent::Retry { millis });
         }
     }
 }

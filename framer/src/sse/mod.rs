@@ -42,6 +42,7 @@ mod data;
 mod event;
 mod fields;
 mod framer;
+mod ids;
 mod lines;
 pub mod owned;
 mod relay;

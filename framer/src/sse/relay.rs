@@ -24,6 +24,7 @@ use alloc::vec::Vec;
 
 use super::data::{DataCheck, Verdict};
 use super::fields::{Field, FieldReader, FieldSink};
+use super::ids::Ids;
 use super::lines::{LineSink, LineSplitter};
 use crate::event::{Envelope, JsonError};
 
@@ -115,7 +116,6 @@ pub struct SseRelay {
 
 #[derive(Debug)]
 struct Current {
-    max_id_bytes: usize,
     /// Whether any line of the event was read since the last blank line.
     started: bool,
     len: u64,
@@ -123,13 +123,7 @@ struct Current {
     event_type: Vec<u8>,
     event_type_cut: bool,
     check: DataCheck,
-    event_id: Vec<u8>,
-    event_id_set: bool,
-    id_line: Vec<u8>,
-    id_line_ok: bool,
-    retry: Option<u64>,
-    retry_digits: bool,
-    last_event_id: Vec<u8>,
+    ids: Ids,
 }
 
 impl SseRelay {
@@ -140,20 +134,13 @@ impl SseRelay {
             lines: LineSplitter::new(),
             fields: FieldReader::new(),
             event: Current {
-                max_id_bytes,
                 started: false,
                 len: 0,
                 has_data: false,
                 event_type: Vec::new(),
                 event_type_cut: false,
                 check: DataCheck::new(max_depth),
-                event_id: Vec::new(),
-                event_id_set: false,
-                id_line: Vec::new(),
-                id_line_ok: false,
-                retry: None,
-                retry_digits: false,
-                last_event_id: Vec::new(),
+                ids: Ids::new(max_id_bytes as u64),
             },
         }
     }
@@ -188,7 +175,7 @@ impl SseRelay {
                 complete: false,
                 event_type: &event.event_type,
                 event_type_cut: event.event_type_cut,
-                last_event_id: &event.last_event_id,
+                last_event_id: event.ids.last(),
                 len: event.len,
                 invalid: invalid(verdict),
                 envelope: event.check.kept_envelope(),
@@ -201,7 +188,7 @@ impl SseRelay {
 
     /// The last event id: what to send as `Last-Event-ID` to resume.
     pub fn last_event_id(&self) -> &[u8] {
-        &self.event.last_event_id
+        self.event.ids.last()
     }
 
     /// Whether an event has started and not ended: the stream stopped in
@@ -227,9 +214,7 @@ impl Current {
         self.event_type.clear();
         self.event_type_cut = false;
         self.check.reset();
-        self.event_id.clear();
-        self.event_id_set = false;
-        self.id_line.clear();
+        self.ids.clear_event();
     }
 }
 
@@ -256,16 +241,14 @@ impl<F: FnMut(RelayEvent<'_>)> LineSink for Step<'_, F> {
             if !event.started {
                 return;
             }
-            if event.event_id_set {
-                core::mem::swap(&mut event.last_event_id, &mut event.event_id);
-            }
+            event.ids.commit();
             let verdict = event.check.verdict();
             (self.emit)(RelayEvent::End(RelayEnd {
                 has_data: event.has_data,
                 complete: true,
                 event_type: &event.event_type,
                 event_type_cut: event.event_type_cut,
-                last_event_id: &event.last_event_id,
+                last_event_id: event.ids.last(),
                 len: event.len,
                 invalid: invalid(verdict),
                 envelope: event.check.kept_envelope(),
@@ -305,15 +288,7 @@ impl<F: FnMut(RelayEvent<'_>)> FieldSink for Fields<'_, F> {
                 event.event_type.clear();
                 event.event_type_cut = false;
             }
-            Field::Id => {
-                event.id_line.clear();
-                event.id_line_ok = true;
-            }
-            Field::Retry => {
-                event.retry = Some(0);
-                event.retry_digits = false;
-            }
-            Field::Other => {}
+            other => event.ids.start(other),
         }
     }
 
@@ -334,27 +309,8 @@ impl<F: FnMut(RelayEvent<'_>)> FieldSink for Fields<'_, F> {
                     event.event_type.extend_from_slice(piece);
                 }
             }
-            Field::Id if event.id_line_ok => {
-                let too_long = event.id_line.len() + piece.len() > event.max_id_bytes;
-                if too_long || memchr::memchr(0, piece).is_some() {
-                    event.id_line_ok = false;
-                    event.id_line = Vec::new();
-                } else {
-                    event.id_line.extend_from_slice(piece);
-                }
-            }
-            Field::Retry => {
-                for &b in piece {
-                    event.retry = match (event.retry, b) {
-                        (Some(value), b'0'..=b'9') => {
-                            Some(value.saturating_mul(10).saturating_add(u64::from(b - b'0')))
-                        }
-                        _ => None,
-                    };
-                }
-                event.retry_digits = true;
-            }
-            _ => {}
+            Field::Event => {}
+            other => event.ids.value(other, piece),
         }
     }
 
@@ -364,18 +320,11 @@ impl<F: FnMut(RelayEvent<'_>)> FieldSink for Fields<'_, F> {
             Field::Event if !event.event_type_cut => {
                 (self.emit)(RelayEvent::Type(&event.event_type));
             }
-            Field::Id if event.id_line_ok => {
-                core::mem::swap(&mut event.event_id, &mut event.id_line);
-                event.id_line.clear();
-                event.event_id_set = true;
-            }
-            Field::Id => event.id_line.clear(),
-            Field::Retry => {
-                if let (Some(millis), true) = (event.retry, event.retry_digits) {
+            other => {
+                if let Some(millis) = event.ids.end(other) {
                     (self.emit)(RelayEvent::Retry { millis });
                 }
             }
-            _ => {}
         }
     }
 }
