@@ -198,6 +198,7 @@ pub async fn run(
         output: Box::new(spawned.stdout),
         stderr: Some(spawned.stderr),
         failures: None,
+        remote: None,
         control: ServerControl::Child(spawned.control),
     };
     serve(server, config, host_in, host_out, sink, stop).await
@@ -226,6 +227,7 @@ pub async fn run_remote(
         output: Box::new(connection.output),
         stderr: None,
         failures: Some(connection.failures),
+        remote: Some(connection.peer),
         control: ServerControl::Remote(connection.control),
     };
     serve(server, config, host_in, host_out, sink, stop).await
@@ -240,6 +242,9 @@ struct ServerEnd {
     /// Requests the server's transport failed (the remote bridge): each is
     /// answered with its error if still waiting.
     failures: Option<mpsc::Receiver<Failure>>,
+    /// A remote server's host and port (telemetry's `server.address`).
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    remote: Option<(String, u16)>,
     control: ServerControl,
 }
 
@@ -380,6 +385,7 @@ async fn serve(
                 Arc::new(move || store.stats()) as Arc<dyn Fn() -> (u64, u64) + Send + Sync>
             }),
             limit: config.framer.max_frame_bytes() as u64,
+            remote: spawned.remote.clone(),
         },
         config.clip.map(|clip| clip.to_string()),
     );

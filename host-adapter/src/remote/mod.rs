@@ -134,6 +134,8 @@ pub(crate) struct Connection {
     pub(crate) output: DuplexStream,
     /// Requests the bridge could not get an answer for.
     pub(crate) failures: mpsc::Receiver<Failure>,
+    /// The server's host and port, as its URL names them.
+    pub(crate) peer: (String, u16),
     pub(crate) control: Control,
 }
 
@@ -183,6 +185,14 @@ pub(crate) fn connect(
             ),
         ));
     }
+    let https = url.scheme_str() == Some("https");
+    let peer = (
+        url.host()
+            .unwrap_or_default()
+            .trim_matches(['[', ']'])
+            .to_string(),
+        url.port_u16().unwrap_or(if https { 443 } else { 80 }),
+    );
     let headers = config
         .headers
         .iter()
@@ -230,6 +240,7 @@ pub(crate) fn connect(
         input: proxy_in,
         output: proxy_out,
         failures,
+        peer,
         control,
     })
 }

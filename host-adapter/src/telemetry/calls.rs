@@ -48,6 +48,8 @@ pub(crate) struct Live {
     /// Bytes in the spill store and values evicted, if there is one.
     pub(crate) spill: Option<Arc<dyn Fn() -> (u64, u64) + Send + Sync>>,
     pub(crate) limit: u64,
+    /// A remote server's host and port; `None` for a child on stdio.
+    pub(crate) remote: Option<(String, u16)>,
 }
 
 /// How the answer to a request went, as far as the proxy knows.
@@ -70,6 +72,8 @@ pub(crate) struct Calls {
     kept_size: Histogram<u64>,
     session: Mutex<Session>,
     open: Mutex<HashMap<Vec<u8>, Operation>>,
+    /// `network.transport`, and a remote server's address and port.
+    peer: Vec<KeyValue>,
 }
 
 struct Session {
@@ -86,10 +90,16 @@ impl Calls {
     pub(crate) fn start(telemetry: &Telemetry, live: Live, budget: Option<String>) -> Calls {
         let tracer = telemetry.tracer();
         let meter = telemetry.meter();
-        let mut attributes = vec![
-            KeyValue::new(NETWORK_TRANSPORT, "pipe"),
-            KeyValue::new(TRANSPORT_LIMIT, live.limit as i64),
-        ];
+        let peer = match &live.remote {
+            Some((address, port)) => vec![
+                KeyValue::new(NETWORK_TRANSPORT, "tcp"),
+                KeyValue::new(SERVER_ADDRESS, address.clone()),
+                KeyValue::new(SERVER_PORT, i64::from(*port)),
+            ],
+            None => vec![KeyValue::new(NETWORK_TRANSPORT, "pipe")],
+        };
+        let mut attributes = peer.clone();
+        attributes.push(KeyValue::new(TRANSPORT_LIMIT, live.limit as i64));
         if let Some(budget) = budget {
             attributes.push(KeyValue::new(CONTENT_BUDGET, budget));
         }
@@ -100,6 +110,7 @@ impl Calls {
             .start(&tracer);
         observe(&meter, Arc::new(live));
         Calls {
+            peer,
             operation: meter
                 .f64_histogram(MCP_CLIENT_OPERATION_DURATION)
                 .with_unit("s")
@@ -197,6 +208,7 @@ impl Calls {
                 id,
                 protocol: protocol.as_deref(),
                 extra,
+                peer: &self.peer,
             },
             &parent,
             links,
@@ -300,7 +312,7 @@ impl Calls {
         if std::mem::replace(&mut session.ended, true) {
             return;
         }
-        let mut attributes = vec![KeyValue::new(NETWORK_TRANSPORT, "pipe")];
+        let mut attributes = self.peer.clone();
         if let Some(protocol) = &session.protocol {
             attributes.push(KeyValue::new(MCP_PROTOCOL_VERSION, protocol.clone()));
         }

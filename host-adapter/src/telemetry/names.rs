@@ -20,8 +20,12 @@ pub const GEN_AI_TOOL_NAME: &str = "gen_ai.tool.name";
 pub const GEN_AI_PROMPT_NAME: &str = "gen_ai.prompt.name";
 /// `execute_tool` for `tools/call`.
 pub const GEN_AI_OPERATION_NAME: &str = "gen_ai.operation.name";
-/// `pipe`: stdio.
+/// `pipe`: stdio; `tcp`: a remote server (`proxy --url`).
 pub const NETWORK_TRANSPORT: &str = "network.transport";
+/// A remote server's host name or address, as its URL names it.
+pub const SERVER_ADDRESS: &str = "server.address";
+/// A remote server's port (the scheme's when its URL names none).
+pub const SERVER_PORT: &str = "server.port";
 /// The JSON-RPC error code as a string, `tool_error` for a result with
 /// `isError`, `cancelled` for a request the host cancelled, `unanswered`
 /// for one the session ended before.

@@ -25,6 +25,9 @@ pub(crate) struct Request<'a> {
     pub(crate) protocol: Option<&'a str>,
     /// Attributes beyond the convention's.
     pub(crate) extra: Vec<KeyValue>,
+    /// How the server is reached: `network.transport`, and for a remote
+    /// server `server.address` and `server.port`.
+    pub(crate) peer: &'a [KeyValue],
 }
 
 /// A request's open span.
@@ -51,10 +54,8 @@ impl Operation {
             "prompts/get" => request.name.map(|n| (GEN_AI_PROMPT_NAME, n)),
             _ => None,
         };
-        let mut metric = vec![
-            KeyValue::new(MCP_METHOD_NAME, method.to_string()),
-            KeyValue::new(NETWORK_TRANSPORT, "pipe"),
-        ];
+        let mut metric = vec![KeyValue::new(MCP_METHOD_NAME, method.to_string())];
+        metric.extend_from_slice(request.peer);
         if let Some((key, name)) = target {
             metric.push(KeyValue::new(key, name.to_string()));
         }

@@ -139,6 +139,7 @@ impl SessionTrace {
                 id: Some(id.to_string()),
                 protocol,
                 extra: Vec::new(),
+                peer: &[KeyValue::new(NETWORK_TRANSPORT, "pipe")],
             },
             &parent,
             Vec::new(),
