@@ -502,3 +502,54 @@ async fn https_with_a_private_root_speaks_http2_and_guards_the_same() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// With OpenTelemetry export on, a remote session's spans say how the
+/// server was reached: `network.transport` `tcp`, `server.address` and
+/// `server.port` from the URL, on the call's span and the session's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_sessions_spans_name_the_server() {
+    use drainpipe_release::otlp::Receiver;
+    let Some((up, url)) = start(Server::Node(&[])).await else {
+        return;
+    };
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(proxy) = proxy(&url, &[], "otel") else {
+        return;
+    };
+    let receiver = Receiver::start();
+    let mut argv: Vec<&str> = vec!["echo", "--timeout", CLIENT_TIMEOUT_SECS, "--"];
+    argv.extend(proxy.iter().map(String::as_str));
+    let mut client = node.script("remote-client.mjs", &argv);
+    client
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_SERVICE_NAME", "drainpipe-release")
+        .env_remove("OTEL_SDK_DISABLED");
+    let what = "an echo through proxy --url exporting to a receiver";
+    let run = run_client(client, RUN_SECS, what).await;
+    run.assert_nothing_left();
+    let session = receiver
+        .wait_for_span("drainpipe proxy", std::time::Duration::from_secs(10))
+        .expect("the session span was exported");
+    let spans = receiver.spans();
+    let echo = spans
+        .iter()
+        .find(|s| s.name == "tools/call echo")
+        .unwrap_or_else(|| {
+            panic!(
+                "{what}: no span of the call among {:?}",
+                spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+            )
+        });
+    let port = up.port.to_string();
+    for span in [&session, echo] {
+        for (key, value) in [
+            ("network.transport", "tcp"),
+            ("server.address", "127.0.0.1"),
+            ("server.port", port.as_str()),
+        ] {
+            assert_eq!(span.attr(key), Some(value), "{what}: {key} on {span:?}");
+        }
+    }
+}

@@ -102,8 +102,8 @@ else if (directSse) {
   // The SDK passes a server only a few variables by default; a host's
   // config names the others (`env`), as SSL_CERT_FILE is named here.
   const env = { ...getDefaultEnvironment() };
-  for (const name of ["SSL_CERT_FILE", "DRAINPIPE_NO_BROWSER"]) {
-    if (process.env[name] !== undefined) env[name] = process.env[name];
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name === "SSL_CERT_FILE" || name === "DRAINPIPE_NO_BROWSER" || name.startsWith("OTEL_")) env[name] = value;
   }
   transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "inherit", env });
 }
