@@ -243,10 +243,16 @@ impl BodyLines {
                 *capturing = capture_type.is_some_and(|wanted| wanted == kind);
                 *skipping = !(kind.is_empty() || kind == b"message");
             }
-            RelayEvent::Data(piece) => {
+            RelayEvent::Data(_) | RelayEvent::DataBreak => {
+                // A break between `data` lines is `\n` in the data kept,
+                // a space in the line passed on (JSON's whitespace either way).
+                let (kept, passed_on) = match event {
+                    RelayEvent::Data(piece) => (piece, piece),
+                    _ => (&b"\n"[..], &b" "[..]),
+                };
                 if *capturing || *capture_messages && !*skipping {
                     let room = CAPTURE_BYTES.saturating_sub(captured.len());
-                    captured.extend_from_slice(&piece[..piece.len().min(room)]);
+                    captured.extend_from_slice(&kept[..kept.len().min(room)]);
                 }
                 if !*skipping {
                     pass(
@@ -258,25 +264,7 @@ impl BodyLines {
                             whole,
                             passed,
                         },
-                        piece,
-                    );
-                }
-            }
-            RelayEvent::DataBreak => {
-                if *capturing || *capture_messages && !*skipping {
-                    captured.push(b'\n');
-                }
-                if !*skipping {
-                    pass(
-                        Passing {
-                            limit: *limit,
-                            message_len,
-                            over,
-                            pending,
-                            whole,
-                            passed,
-                        },
-                        b" ",
+                        passed_on,
                     );
                 }
             }
