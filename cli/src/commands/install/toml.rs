@@ -419,13 +419,7 @@ fn wrap_remote(entry: &mut Entry<'_>, wrapper: &Wrapper, url: String) -> Outcome
     for (key, item) in entry.take_all() {
         match key.get() {
             "url" => {
-                let mut command = Value::from(wrapper.command.as_str());
-                if let Some(old) = item.as_value() {
-                    *command.decor_mut() = old.decor().clone();
-                }
-                let mut command_key = Key::new("command");
-                *command_key.leaf_decor_mut() = key.leaf_decor().clone();
-                rebuilt.push((command_key, Item::Value(command)));
+                rebuilt.push(in_place_of(&key, &item, "command", &wrapper.command));
                 rebuilt.push((
                     like(&key, "args"),
                     spaced(Value::Array(args.iter().map(String::as_str).collect())),
@@ -488,13 +482,7 @@ fn unwrap_remote(entry: &mut Entry<'_>, remote: &Remote) {
     for (key, item) in entry.take_all() {
         match key.get() {
             "command" => {
-                let mut url = Value::from(remote.url.as_str());
-                if let Some(old) = item.as_value() {
-                    *url.decor_mut() = old.decor().clone();
-                }
-                let mut url_key = Key::new("url");
-                *url_key.leaf_decor_mut() = key.leaf_decor().clone();
-                rebuilt.push((url_key, Item::Value(url)));
+                rebuilt.push(in_place_of(&key, &item, "url", &remote.url));
                 if !literal.is_empty() {
                     let value = Value::InlineTable(literal.clone());
                     rebuilt.push((like(&key, "http_headers"), spaced(value)));
@@ -518,6 +506,18 @@ fn unwrap_remote(entry: &mut Entry<'_>, remote: &Remote) {
 }
 
 /// A key named `name` at `model`'s indentation, ` = ` after it.
+/// The string key `name` with `value`, written where `key` and `item`
+/// stood, in their spacing (a `url` becoming a `command`, and back).
+fn in_place_of(key: &Key, item: &Item, name: &str, value: &str) -> (Key, Item) {
+    let mut value = Value::from(value);
+    if let Some(old) = item.as_value() {
+        *value.decor_mut() = old.decor().clone();
+    }
+    let mut new_key = Key::new(name);
+    *new_key.leaf_decor_mut() = key.leaf_decor().clone();
+    (new_key, Item::Value(value))
+}
+
 fn like(model: &Key, name: &str) -> Key {
     let mut key = Key::new(name);
     let indent = model
