@@ -794,16 +794,19 @@ pub fn check_condensed(
         }
     }
     // The budget is spent. (A binary value that did not fit was left out
-    // whole: what it would have taken may stay unused.)
+    // whole, replaced by a text saying so, or, with links, with the rest
+    // of its array from it: what it would have taken may stay unused.)
     let replaced = original_result
         .get("content")
         .and_then(Value::as_array)
         .zip(result.get("content").and_then(Value::as_array))
         .is_some_and(|(before, after)| {
-            before
-                .iter()
-                .zip(after)
-                .any(|(before, after)| is_replacement(before, after))
+            let kept = before.iter().zip(after).take_while(|(b, a)| b == a).count();
+            before.get(kept).is_some_and(is_binary)
+                || before
+                    .iter()
+                    .zip(after)
+                    .any(|(before, after)| is_replacement(before, after))
         });
     if budget >= SPENT_FROM && !replaced && frame.len() < budget / 10 * 9 {
         return Err(format!(
@@ -946,13 +949,14 @@ pub fn kept_ends(original: &str, kept: &str) -> bool {
 }
 
 /// A content block with a binary value, replaced by the notice text block.
+/// A content block whose bytes cannot be cut: an image's or audio's
+/// `data`, an embedded resource's `blob`.
+fn is_binary(block: &Value) -> bool {
+    block.get("data").is_some() || block.get("resource").and_then(|r| r.get("blob")).is_some()
+}
+
 pub(super) fn is_replacement(original: &Value, kept: &Value) -> bool {
-    let binary = original.get("data").is_some()
-        || original
-            .get("resource")
-            .and_then(|r| r.get("blob"))
-            .is_some();
-    binary
+    is_binary(original)
         && kept["type"] == "text"
         && kept["text"]
             .as_str()

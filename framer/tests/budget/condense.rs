@@ -827,3 +827,47 @@ fn an_escaped_surrogate_pair_is_never_split() {
         }
     }
 }
+
+/// Found by the linked property: an image of 200 KB first in `content`,
+/// under a budget of 192 KB. With links it is left out whole and its
+/// array linked from it, so most of the budget stays unused, as when it is
+/// replaced by a text; the checks must hold, the budget-spent one included.
+#[test]
+fn a_binary_block_left_out_whole_with_links_leaves_its_room_unused() {
+    let mut rng = Rng::new(1692114634317481239);
+    let line = tool_response(&mut rng);
+    let budget = MIN_LINKED_BUDGET + 46448 * 4;
+    let lengths: Vec<usize> = {
+        let mut split_rng = Rng::new(0);
+        (0..8).map(|_| 1 + split_rng.below(5_000)).collect()
+    };
+    let (outcome, spilled) =
+        condense_linked_keeping(&line, budget, &lengths, keep_of(0)).expect("condenses");
+    check_condensed(&line, budget, &outcome).unwrap_or_else(|e| panic!("{e}"));
+    check_spilled(&line, &spilled).unwrap_or_else(|e| panic!("{e}"));
+    check_nothing_lost(&line, &outcome, &spilled).unwrap_or_else(|e| panic!("{e}"));
+    let frame = frame(&outcome);
+    let first = &frame["result"]["content"][0]["text"];
+    assert!(
+        first
+            .as_str()
+            .is_some_and(|t| t.contains("kept 0 of 2 items")),
+        "the image is left out whole and linked: {frame}"
+    );
+}
+
+/// Found by the linked property (about one run in twenty before, none in
+/// twenty since): with the links spent, the text of a member of a
+/// `structuredContent` dict (`byName/hit-1008/text`) is cut instead of its
+/// member being left out for the dict's link to carry, so 245 bytes of it
+/// are reachable from no link. Kept as the exact case for the fix.
+#[test]
+#[ignore = "known: a dict member's text cut with no link left (the fix is open)"]
+fn a_dict_members_text_is_never_cut_without_a_link() {
+    let mut rng = Rng::new(11818106654240338515);
+    let line = tool_response(&mut rng);
+    let (outcome, spilled) =
+        condense_linked_keeping(&line, 8268, &[4430, 1, 1, 1, 1, 1, 1, 1], keep_of(0))
+            .expect("condenses");
+    check_nothing_lost(&line, &outcome, &spilled).unwrap_or_else(|e| panic!("{e}"));
+}
