@@ -168,18 +168,7 @@ impl SseRelay {
         };
         self.lines.finish(&mut step);
         if self.event.started {
-            let event = &mut self.event;
-            let verdict = event.check.verdict();
-            on_event(RelayEvent::End(RelayEnd {
-                has_data: event.has_data,
-                complete: false,
-                event_type: &event.event_type,
-                event_type_cut: event.event_type_cut,
-                last_event_id: event.ids.last(),
-                len: event.len,
-                invalid: invalid(verdict),
-                envelope: event.check.kept_envelope(),
-            }));
+            on_event(RelayEvent::End(self.event.end(false)));
         }
         self.event.clear();
         self.lines = LineSplitter::new();
@@ -207,6 +196,21 @@ fn invalid(verdict: Verdict) -> Option<Option<JsonError>> {
 }
 
 impl Current {
+    /// What the event was, at its blank line (`complete`) or cut off.
+    fn end(&mut self, complete: bool) -> RelayEnd<'_> {
+        let verdict = self.check.verdict();
+        RelayEnd {
+            has_data: self.has_data,
+            complete,
+            event_type: &self.event_type,
+            event_type_cut: self.event_type_cut,
+            last_event_id: self.ids.last(),
+            len: self.len,
+            invalid: invalid(verdict),
+            envelope: self.check.kept_envelope(),
+        }
+    }
+
     fn clear(&mut self) {
         self.started = false;
         self.len = 0;
@@ -242,17 +246,7 @@ impl<F: FnMut(RelayEvent<'_>)> LineSink for Step<'_, F> {
                 return;
             }
             event.ids.commit();
-            let verdict = event.check.verdict();
-            (self.emit)(RelayEvent::End(RelayEnd {
-                has_data: event.has_data,
-                complete: true,
-                event_type: &event.event_type,
-                event_type_cut: event.event_type_cut,
-                last_event_id: event.ids.last(),
-                len: event.len,
-                invalid: invalid(verdict),
-                envelope: event.check.kept_envelope(),
-            }));
+            (self.emit)(RelayEvent::End(event.end(true)));
             event.clear();
             return;
         }
