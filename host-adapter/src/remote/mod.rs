@@ -75,6 +75,12 @@ const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// dropping the stream must not keep a request waiting forever.
 const MAX_RESUMES: u32 = 3;
 
+/// How long a server's own stream (the GET, or the older transport's
+/// stream) may be silent before it is read again from a new request: such
+/// a stream carries no answer a request waits for, and may be quiet for
+/// hours.
+const QUIET_STREAM: Duration = Duration::from_secs(24 * 3600);
+
 /// Bytes of lines in flight between the bridge and the proxy, each way.
 const PIPE_BYTES: usize = 256 << 10;
 
@@ -684,10 +690,9 @@ impl Shared {
                         failures = 0;
                         let mut body = response.into_body();
                         loop {
-                            // The server's stream may be quiet for hours.
                             let next = tokio::select! {
                                 () = abort.cancelled() => return,
-                                next = next_chunk(&mut body, Duration::from_secs(24 * 3600)) => next,
+                                next = next_chunk(&mut body, QUIET_STREAM) => next,
                             };
                             match next {
                                 Ok(Some(chunk)) => {
@@ -774,7 +779,7 @@ impl Shared {
             loop {
                 let next = tokio::select! {
                     () = abort.cancelled() => return,
-                    next = next_chunk(&mut body, Duration::from_secs(24 * 3600)) => next,
+                    next = next_chunk(&mut body, QUIET_STREAM) => next,
                 };
                 match next {
                     Ok(Some(chunk)) => {
