@@ -30,7 +30,10 @@
 //! while a link is left for every array still open that may be cut, and
 //! two more for arrays to come (`link_free`), so that the rest of each
 //! array, the one value that carries most of what is left out, has its
-//! link.
+//! link. An array opened when every link left is kept for those outside
+//! it has none: when it would be cut, or an element of it left out, the
+//! element of an outer one that has a link is left out instead, this
+//! array in it (`rest_linked`).
 //!
 //! Separate because it undoes what the other stages wrote: the output, the
 //! room kept back for the element's open containers and string, the texts
@@ -139,10 +142,40 @@ impl Condenser {
     /// back out of the output, and cuts its container in front of it.
     /// Returns whether it did; if not, nothing changed.
     pub(super) fn leave_out_element(&mut self) -> bool {
+        // One whose rest has a link; else (nothing linked can be) any.
+        self.leave_out(true) || self.leave_out(false)
+    }
+
+    /// The array on top of the stack is to be cut where an element starts,
+    /// and, with links, no link is left for its rest: the element of an
+    /// outer array (or a member of an object) that has one is left out
+    /// instead, the cut array in it. Returns whether it was; if not,
+    /// nothing changed.
+    pub(super) fn leave_out_unlinked_array(&mut self) -> bool {
+        let Some(top) = self.stack.len().checked_sub(1) else {
+            return false;
+        };
+        if !self.linking || self.rest_linked(top) || !self.leave_out(true) {
+            return false;
+        }
+        // A comma read for the element starting now is in the rest.
+        if self.comma_pending
+            && let Some(left) = self.left_out.as_mut()
+        {
+            left.bytes.push(b',');
+        }
+        true
+    }
+
+    /// [`Self::leave_out_element`], with `linked`: only of a container
+    /// whose rest would have a link.
+    fn leave_out(&mut self, linked: bool) -> bool {
         if self.replacing || self.left_out.is_some() {
             return false;
         }
-        let candidates = || (0..self.stack.len()).filter(|&d| self.can_leave_out(d));
+        let fits =
+            |d: usize| self.can_leave_out(d) && (!linked || !self.linking || self.rest_linked(d));
+        let candidates = || (0..self.stack.len()).filter(|&d| fits(d));
         // The innermost array's element; else, of the objects, the one with
         // the most members (the collection, not a record in it).
         let array = candidates().rev().find(|&d| !self.stack[d].object);
@@ -197,6 +230,16 @@ impl Condenser {
             });
         }
         true
+    }
+
+    /// Whether the container at `depth`, cut now (those in it left out
+    /// with its element), would have a link for its rest: the links given
+    /// and those kept for the containers outside it that may be cut leave
+    /// one. One opened when none was left has none: links are kept for the
+    /// open ones outermost first, so cutting it would lose its rest.
+    fn rest_linked(&self, depth: usize) -> bool {
+        let outer = self.stack[..depth].iter().filter(|l| may_cut(l)).count();
+        self.spilled.len() + outer < MAX_LINKS
     }
 
     /// Whether the element being written of the array at `depth` can be

@@ -207,7 +207,13 @@ impl Condenser {
         cuts.sort_unstable();
         cuts.dedup_by_key(|cut| cut.3);
         // Kept whole until now, it is whole in the output: reported before
-        // it is shortened, it is kept in full too.
+        // it is shortened, it is kept in full too. With links, one given
+        // no link stays whole when the cut is to give room: `shrinkable`
+        // lets whole texts in while one link is free, but each takes its
+        // own, so the first reported may spend the last, and a text cut
+        // then would be held by no link. (A mirror is cut to match the
+        // text cut now, whose link holds it if they are the same.)
+        let mut unlinked: Vec<usize> = Vec::new();
         for &(start, old, _, index) in &cuts {
             if !self.texts[index].whole || self.texts[index].spilled {
                 continue;
@@ -223,6 +229,14 @@ impl Condenser {
                 // Its block (if any) is closed: its media type stays.
                 self.spilled[value as usize].1 = None;
                 self.texts[index].spilled = true;
+            } else if self.linking && !exact {
+                unlinked.push(index);
+            }
+        }
+        if !unlinked.is_empty() {
+            cuts.retain(|cut| !unlinked.contains(&cut.3));
+            if cuts.is_empty() {
+                return;
             }
         }
         // Its end: for a text kept whole, the bytes cut now end it; a cut

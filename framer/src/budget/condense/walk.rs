@@ -402,10 +402,10 @@ impl Condenser {
     }
 
     fn start_value(&mut self, b: u8) -> Result<(), CondenseError> {
-        let muted = self.muted();
+        let mut muted = self.muted();
         // With too little room an array is cut, unless a cut text is long
         // enough to give room: the element's bytes then shrink it.
-        let cut_here = !muted
+        let mut cut_here = !muted
             && self.stack.last().is_some_and(|l| {
                 !l.object
                     && l.role.cuttable()
@@ -415,6 +415,12 @@ impl Condenser {
                         .iter()
                         .all(|&(_, len)| len < self.budget / STEAL_SHARE)
             });
+        // With links, one no link is left for is not cut: the outer
+        // element it is in is left out whole, for that one's link.
+        if cut_here && self.leave_out_unlinked_array() {
+            muted = true;
+            cut_here = false;
+        }
         let depth = self.stack.len();
         // Under `Keep::Ends`, past its share (or out of room) an array reads
         // its elements into the window of its last ones.
