@@ -22,8 +22,9 @@
 //! - `telemetry` (feature `otel`): OpenTelemetry traces and metrics over
 //!   OTLP, on the MCP semantic conventions, off unless the environment
 //!   configures an endpoint.
-// `deny`, not `forbid`: component/cache.rs allows the one `unsafe` call,
-// loading compiled code it wrote itself.
+// `deny`, not `forbid`: two `unsafe` calls are allowed where they are made,
+// component/cache.rs loading compiled code it wrote itself, and
+// pipe/sys/unix/stdio.rs registering a descriptor it owns with the reactor.
 #![deny(unsafe_code)]
 
 pub mod backend;

@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::io;
+use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -14,12 +15,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::{Reached, Stop};
+use stdio::{DirectFile, StdioSocket};
 
 // The process table is read differently on each unix.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod linux;
 #[cfg(target_os = "macos")]
 mod macos;
+mod stdio;
 
 /// Makes the child `command` starts the leader of a new process group
 /// (whose id is its pid).
@@ -169,28 +172,42 @@ pub(crate) fn process_exists(pid: u32) -> bool {
     !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
 }
 
-/// This process's stdin. A pipe (what hosts give their servers, when they
-/// do not give a socket) is read directly through the runtime's reactor;
-/// anything else (a file, a terminal, a socket) through tokio's `stdin`,
-/// which reads on a blocking thread, one hand-off per read. Needs a tokio
-/// runtime.
+/// This process's stdin. A pipe (what Python's and Rust's hosts give their
+/// servers) or a stream socket (what Node's give) is read directly through
+/// the runtime's reactor, a regular file in place; anything else (a
+/// terminal, a device) through tokio's `stdin`, which reads on a blocking
+/// thread, one hand-off per read. Needs a tokio runtime.
 pub(crate) fn own_stdin() -> Box<dyn AsyncRead + Unpin + Send> {
     if let Some(fd) = private_pipe(0, false)
         && let Ok(pipe) = tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
     {
         return Box::new(pipe);
     }
+    if let Some(socket) = StdioSocket::of(std::io::stdin().as_fd()) {
+        return Box::new(socket);
+    }
+    if let Some(file) = DirectFile::of(std::io::stdin().as_fd(), false) {
+        return Box::new(file);
+    }
     Box::new(tokio::io::stdin())
 }
 
-/// This process's stdout: a pipe is written directly through the reactor,
-/// without the blocking thread tokio's `stdout` hands every write to (a
-/// round trip per write, which held the proxy to half the pipe's pace).
+/// This process's stdout: a pipe or a stream socket is written directly
+/// through the reactor, a file or `/dev/null` in place, without the
+/// blocking thread tokio's `stdout` hands every write to (a round trip per
+/// write, which held the proxy to half the pipe's pace); a terminal keeps
+/// that thread.
 pub(crate) fn own_stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
     if let Some(fd) = private_pipe(1, true)
         && let Ok(pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(fd)
     {
         return Box::new(pipe);
+    }
+    if let Some(socket) = StdioSocket::of(std::io::stdout().as_fd()) {
+        return Box::new(socket);
+    }
+    if let Some(file) = DirectFile::of(std::io::stdout().as_fd(), true) {
+        return Box::new(file);
     }
     Box::new(tokio::io::stdout())
 }

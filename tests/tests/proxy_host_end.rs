@@ -1,0 +1,174 @@
+//! The proxy's own stdin and stdout as hosts give them: a stream socket
+//! (Node.js, and so every host on the TypeScript SDK, gives its child a
+//! socketpair per stdio stream), and regular files (`< requests > answers`).
+//! Each must carry every message both ways, and a socket the proxy shares
+//! with whoever else holds it must keep its blocking mode: the proxy reads
+//! and writes it without `O_NONBLOCK` on the shared description.
+#![cfg(target_os = "linux")]
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+
+use drainpipe_release::peers;
+use drainpipe_release::*;
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"host-end","version":"0"}}}"#;
+
+fn echo_call(id: usize) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"n":{id}}}}}}}"#
+    )
+}
+
+/// The open file description's flags of descriptor `fd` of process `pid`
+/// (`/proc/PID/fdinfo/FD`, octal).
+fn description_flags(pid: u32, fd: u32) -> u32 {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).expect("fdinfo");
+    let flags = info
+        .lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .expect("a flags line");
+    u32::from_str_radix(flags.trim(), 8).expect("octal flags")
+}
+
+const O_NONBLOCK: u32 = 0o4000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let fixture = fixture_binary();
+    within(60, "calls over sockets", async move {
+        tokio::task::spawn_blocking(move || {
+            let (host_in, proxy_in) = UnixStream::pair().expect("a socketpair");
+            let (host_out, proxy_out) = UnixStream::pair().expect("a socketpair");
+            let mut proxy = Command::new(drainpipe)
+                .args(["proxy", "--metrics", "none", "--"])
+                .arg(&fixture)
+                .stdin(Stdio::from(std::os::fd::OwnedFd::from(proxy_in)))
+                .stdout(Stdio::from(std::os::fd::OwnedFd::from(proxy_out)))
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("drainpipe proxy");
+            let pid = proxy.id();
+            let mut writer = &host_in;
+            let mut reader = BufReader::new(&host_out);
+            let mut line = String::new();
+            writeln!(writer, "{INITIALIZE}").expect("initialize");
+            reader.read_line(&mut line).expect("initialize answer");
+            assert!(line.contains(r#""id":0"#), "initialize answered: {line}");
+            // Sequential small calls, then a burst written before any is read.
+            for id in 1..=200 {
+                writeln!(writer, "{}", echo_call(id)).expect("a call");
+                line.clear();
+                reader.read_line(&mut line).expect("its answer");
+                assert!(
+                    line.contains(&format!(r#""id":{id},"#)) && line.contains(&format!(r#"\"n\":{id}"#)),
+                    "call {id} answered with its own echo: {line}"
+                );
+            }
+            let burst: String = (201..=1200).map(|id| echo_call(id) + "\n").collect();
+            let writing = std::thread::spawn({
+                let host_in = host_in.try_clone().expect("clone");
+                move || (&host_in).write_all(burst.as_bytes()).expect("the burst")
+            });
+            let mut answered = std::collections::HashSet::new();
+            while answered.len() < 1000 {
+                line.clear();
+                assert!(reader.read_line(&mut line).expect("an answer") > 0, "the proxy ended early");
+                let answer: serde_json::Value = serde_json::from_str(&line).expect("a JSON answer");
+                assert!(answer["result"].is_object(), "an echo result: {line}");
+                answered.insert(answer["id"].as_u64().expect("an id"));
+            }
+            writing.join().expect("the burst written");
+            assert_eq!(answered, (201..=1200).collect(), "every call of the burst answered once");
+            // Read and written through the reactor: no thread of tokio's
+            // blocking pool (which names its threads as the workers) was
+            // started to hand each read and write over.
+            let runtime_threads = std::fs::read_dir(format!("/proc/{pid}/task"))
+                .expect("the proxy's threads")
+                .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+                .filter(|name| name.trim() == "tokio-rt-worker")
+                .count();
+            assert!(
+                runtime_threads <= 2,
+                "{runtime_threads} runtime threads: the host's socket went through blocking threads (a hand-off per message)"
+            );
+            // The proxy's ends of both sockets: still blocking for anyone
+            // else who holds them.
+            for fd in [0, 1] {
+                assert_eq!(
+                    description_flags(pid, fd) & O_NONBLOCK,
+                    0,
+                    "the proxy's fd {fd} (a socket shared with its launcher) was left blocking"
+                );
+            }
+            drop(host_in);
+            let status = proxy.wait().expect("the proxy ends");
+            assert!(status.success(), "the proxy ended with {status}");
+            line.clear();
+            assert_eq!(reader.read_line(&mut line).expect("end of output"), 0, "nothing after the end: {line}");
+        })
+        .await
+        .expect("the socket host");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_reading_a_file_and_writing_a_file_gets_every_answer() {
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    // A server that answers each line before it reads the next, so that
+    // every request has its result before the end of input ends it.
+    let server = workspace_root().join("tests/peers/python/echo_server.py");
+    let dir = std::env::temp_dir().join(format!("drainpipe-host-end-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let requests = dir.join("requests.jsonl");
+    let answers = dir.join("answers.jsonl");
+    let mut input = format!("{INITIALIZE}\n");
+    for id in 1..=500 {
+        input.push_str(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{id}"}}}}}}"#
+        ));
+        input.push('\n');
+    }
+    std::fs::write(&requests, input).expect("the requests");
+    let mut proxy = tokio::process::Command::new(drainpipe)
+        .args(["proxy", "--metrics", "none", "--", "python3"])
+        .arg(&server)
+        .stdin(std::fs::File::open(&requests).expect("open"))
+        .stdout(std::fs::File::create(&answers).expect("create"))
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("drainpipe proxy");
+    // The end of the file is the host's end of input: the server gets its
+    // stdin closed after every request, answers them all and exits.
+    let status = within(30, "the proxy ends after the file", proxy.wait())
+        .await
+        .expect("wait");
+    assert!(status.success(), "the proxy ended with {status}");
+    let written = std::fs::read_to_string(&answers).expect("the answers");
+    let ids: std::collections::HashSet<u64> = written
+        .lines()
+        .map(|line| {
+            let answer: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            let id = answer["id"].as_u64().expect("an id");
+            if id > 0 {
+                assert_eq!(
+                    answer["result"]["content"][0]["text"],
+                    id.to_string(),
+                    "its own echo: {line}"
+                );
+            }
+            id
+        })
+        .collect();
+    assert_eq!(written.lines().count(), 501, "one line per request");
+    assert_eq!(ids, (0..=500).collect(), "every request answered");
+    let _ = std::fs::remove_dir_all(&dir);
+}
