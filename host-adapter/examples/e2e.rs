@@ -21,18 +21,25 @@
 //!                             time to the answer and to the next one (the line drained),
 //!                             and the proxy's peak RSS (VmHWM)
 //! e2e pipe-speed [COUNT]      a server writes COUNT (default 300000) notifications of 100 B,
-//!                             1 KiB and 64 KiB (COUNT/16 of those; 64 KiB also from a
-//!                             producer writing 1 MiB at a time): the same server drained
+//!                             1 KiB and 64 KiB (COUNT/16 of those; 64 KiB also from
+//!                             producers writing 1 MiB at a time, in Rust and in Python):
+//!                             the same server drained
 //!                             from a plain pipe, through one more `cat`, through `drainpipe
 //!                             proxy` (native and --sandbox), by the guarded session's
 //!                             reader; messages/s, MB/s, the share of the plain pipe's rate
 //!                             (medians of 5 interleaved rounds), and the proxy's peak RSS
-//! e2e latency [CALLS]        CALLS (default 10000) sequential small `tools/call echo`
-//!                             round trips per path, direct to the server, through
-//!                             `drainpipe proxy` (plain, --clip 64KiB, --sandbox) and a
-//!                             guarded session, against a raw JSON-RPC echo server (this
-//!                             binary's `echo-server`) and the Python SDK's server:
-//!                             p50, p90, p99, p99.9
+//! e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk]
+//!             [--paths direct,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2]
+//!                             CALLS (default 10000) sequential small `tools/call echo`
+//!                             round trips per path (N interleaved rounds, default 20),
+//!                             direct to the server, through `drainpipe proxy` (plain,
+//!                             --clip 64KiB, --sandbox), a guarded session and the rival
+//!                             proxies (`bash bench/rivals/setup.sh`), made by a raw Rust
+//!                             client and by the TypeScript SDK's client in Node.js,
+//!                             against a raw JSON-RPC echo server (this binary's
+//!                             `echo-server`), a stdlib-only Python echo server and the
+//!                             Python SDK's server, quiet and beside two CPU burners
+//!                             (`e2e burn`): p50, p90, p99, p99.9
 //! ```
 
 use std::time::{Duration, Instant};
@@ -349,7 +356,7 @@ async fn main() {
             let load = Load {
                 count,
                 size: 100,
-                fast: false,
+                producer: Producer::Yes,
             };
             let (lines, _, took, _) = if args.get(2).is_some_and(|a| a == "block-on") {
                 session_run(load, false).await
@@ -359,9 +366,10 @@ async fn main() {
             println!("{lines} messages in {took:?}");
         }
         Some("latency") => {
-            latency(args.get(1).map_or(10_000, |s| s.parse().expect("calls"))).await;
+            latency(LatencyPlan::parse(&args[1..])).await;
         }
         Some("echo-server") => echo_server(),
+        Some("burn") => burn(),
         Some("fast-producer") => fast_producer(
             args.get(1).and_then(|s| s.parse().ok()).expect("COUNT"),
             args.get(2).and_then(|s| s.parse().ok()).expect("SIZE"),
@@ -372,32 +380,71 @@ async fn main() {
             otel_cost(calls, count).await;
         }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] | e2e session-speed [COUNT] [block-on]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk] [--paths direct,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2] | e2e session-speed [COUNT] [block-on]"
         ),
     }
 }
 
-/// What the pipe-speed server writes: `count` notifications of `size` bytes,
-/// from `yes | head` (its pace set by `head`'s 4–8 KiB writes), or, if
-/// `fast`, from this binary's `fast-producer`, which writes whole 1 MiB
-/// buffers (the pipe's own pace).
 /// Every pipe-speed notification up to its padding.
 const NOTIFICATION_HEAD: &str =
     r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":""#;
 
+/// What the pipe-speed server writes: `count` notifications of `size`
+/// bytes, from `producer`.
 #[derive(Clone, Copy)]
 struct Load {
     count: u64,
     size: usize,
-    fast: bool,
+    producer: Producer,
 }
+
+/// Who writes a load's notifications.
+#[derive(Clone, Copy, PartialEq)]
+enum Producer {
+    /// `yes | head`: 4–8 KiB writes, the pace `head` sets.
+    Yes,
+    /// This binary's `fast-producer`: whole 1 MiB writes.
+    Rust,
+    /// The same 1 MiB writes from Python (`sys.stdout.buffer.write`), as a
+    /// Python server that answers with large results writes them.
+    Python,
+}
+
+/// What the Python producer runs (`python3 -c`, then COUNT and SIZE): the
+/// same lines as `fast-producer`, 1 MiB of them per write.
+const PYTHON_PRODUCER: &str = r#"import sys
+count, size = int(sys.argv[1]), int(sys.argv[2])
+head = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"'
+tail = b'"}}\n'
+line = head + b"x" * (size - len(head) - len(tail)) + tail
+per = max(1, (1 << 20) // size)
+out = sys.stdout.buffer
+while count > 0:
+    n = min(count, per)
+    out.write(line * n)
+    count -= n
+out.flush()
+"#;
 
 /// A server that writes `load`'s notifications (newline included) as fast
 /// as a pipe takes them, then exits.
-fn notifications_child(Load { count, size, fast }: Load) -> Command {
-    if fast {
+fn notifications_child(
+    Load {
+        count,
+        size,
+        producer,
+    }: Load,
+) -> Command {
+    if producer == Producer::Rust {
         let mut command = Command::new(std::env::current_exe().expect("current exe"));
         command.args(["fast-producer", &count.to_string(), &size.to_string()]);
+        return command;
+    }
+    if producer == Producer::Python {
+        let mut command = Command::new("python3");
+        command
+            .args(["-c", PYTHON_PRODUCER])
+            .args([count.to_string(), size.to_string()]);
         return command;
     }
     let head = NOTIFICATION_HEAD;
@@ -448,14 +495,19 @@ async fn pipe_speed(count: u64) {
         "| size | path | messages | time (median of {ROUNDS}) | messages/s | MB/s | share of the pipe | peak RSS |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    for (size, count, fast) in [
-        (100usize, count, false),
-        (1024, count, false),
-        (64 << 10, (count / 16).max(1), false),
-        (64 << 10, (count / 16).max(1), true),
+    for (size, count, producer) in [
+        (100usize, count, Producer::Yes),
+        (1024, count, Producer::Yes),
+        (64 << 10, (count / 16).max(1), Producer::Yes),
+        (64 << 10, (count / 16).max(1), Producer::Rust),
+        (64 << 10, (count / 16).max(1), Producer::Python),
     ] {
-        let load = Load { count, size, fast };
-        let mut runs: [Vec<Run>; 7] = Default::default();
+        let load = Load {
+            count,
+            size,
+            producer,
+        };
+        let mut runs: [Vec<Run>; 9] = Default::default();
         // Interleaved, so a busy moment of the machine hits every path alike.
         // Every reading end runs as a spawned task, as a tokio application's
         // long-lived reader does, but the last: the same session taken from
@@ -472,6 +524,8 @@ async fn pipe_speed(count: u64) {
             runs[4].push(in_task(session_run(load, false)).await);
             runs[5].push(in_task(session_run(load, true)).await);
             runs[6].push(session_run(load, false).await);
+            runs[7].push(to_dev_null(None, load).await);
+            runs[8].push(to_dev_null(Some(&drainpipe), load).await);
         }
         let median = |runs: &mut Vec<Run>| {
             runs.sort_by_key(|run| run.2);
@@ -487,13 +541,19 @@ async fn pipe_speed(count: u64) {
             "guarded session, next_incoming",
             "guarded session, next_incoming_batch",
             "guarded session, next_incoming from block_on",
+            "server \\| cat > /dev/null (to its exit)",
+            "drainpipe proxy > /dev/null (to its exit)",
         ];
         for (path, runs) in paths.into_iter().zip(runs.iter_mut()) {
             let (lines, bytes, took, _) = median(runs);
             let peak = runs.iter().map(|run| run.3).max().unwrap_or(0);
             println!(
                 "| {size} B{} | {path} | {lines} | {took:.2?} | {:.0} k | {:.0} | {:.0}% | {} |",
-                if fast { ", 1 MiB writes" } else { "" },
+                match producer {
+                    Producer::Yes => "",
+                    Producer::Rust => ", 1 MiB writes (Rust)",
+                    Producer::Python => ", 1 MiB writes (Python)",
+                },
                 lines as f64 / took.as_secs_f64() / 1e3,
                 bytes as f64 / took.as_secs_f64() / 1e6,
                 100.0 * pipe.2.as_secs_f64() / took.as_secs_f64(),
@@ -505,6 +565,56 @@ async fn pipe_speed(count: u64) {
             );
         }
     }
+}
+
+/// `server | cat > /dev/null`, or with `drainpipe`, `drainpipe proxy --
+/// server > /dev/null` (its stdin left open): the time until `cat`, or the
+/// proxy, has exited. No reader here: what the proxy costs when its output
+/// is not a pipe (a file, `/dev/null`), start and end included.
+async fn to_dev_null(drainpipe: Option<&std::path::Path>, load: Load) -> Run {
+    let server = notifications_child(load);
+    let started = Instant::now();
+    let (mut last, others) = match drainpipe {
+        Some(drainpipe) => {
+            let server = server.as_std();
+            let proxy = Command::new(drainpipe)
+                .args(["proxy", "--metrics", "none", "--"])
+                .arg(server.get_program())
+                .args(server.get_args())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("drainpipe proxy");
+            (proxy, None)
+        }
+        None => {
+            let mut server = server;
+            let mut server = server
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("server");
+            let out: std::process::Stdio = server
+                .stdout
+                .take()
+                .expect("piped")
+                .try_into()
+                .expect("a pipe");
+            let cat = Command::new("cat")
+                .stdin(out)
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("cat");
+            (cat, Some(server))
+        }
+    };
+    last.wait().await.expect("wait");
+    let took = started.elapsed();
+    if let Some(mut server) = others {
+        server.wait().await.expect("wait");
+    }
+    let bytes = load.count * load.size as u64;
+    (load.count, bytes, took, 0)
 }
 
 /// Runs one path's reading end as a spawned task on the runtime's workers.
@@ -801,7 +911,7 @@ async fn otel_cost(calls: usize, count: u64) {
                     Load {
                         count,
                         size: 100,
-                        fast: false,
+                        producer: Producer::Yes,
                     },
                 )
                 .await
@@ -848,8 +958,16 @@ fn echo_server() {
         let Some(id) = message.get("id") else {
             continue;
         };
+        // The call's own text back (what the Node client checks), "ok"
+        // for anything else.
+        let text = &message["params"]["arguments"]["text"];
+        let text = if text.is_string() {
+            text.to_string()
+        } else {
+            "\"ok\"".to_string()
+        };
         let answer = format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{\"tools\":{{}}}},\"serverInfo\":{{\"name\":\"echo\",\"version\":\"0\"}},\"content\":[{{\"type\":\"text\",\"text\":\"ok\"}}]}}}}\n"
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{{\"tools\":{{}}}},\"serverInfo\":{{\"name\":\"echo\",\"version\":\"0\"}},\"content\":[{{\"type\":\"text\",\"text\":{text}}}]}}}}\n"
         );
         if stdout
             .write_all(answer.as_bytes())
@@ -861,23 +979,33 @@ fn echo_server() {
     }
 }
 
-/// The two servers of the latency bench: this binary's raw echo server and
-/// the official Python SDK's server (`tests/peers/python`, if installed).
-fn latency_servers() -> Vec<(&'static str, std::process::Command)> {
+/// The servers of the latency bench, by the name `--servers` takes: this
+/// binary's raw echo server, a Python echo server on the standard library
+/// alone (`tests/peers/python/echo_server.py`: one line in, one line out,
+/// as many hand-written servers are), and the official Python SDK's server
+/// (`tests/peers/python`, if installed).
+fn latency_servers(wanted: &[String]) -> Vec<(&'static str, std::process::Command)> {
+    let peers = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers");
     let mut servers = Vec::new();
     let mut raw = std::process::Command::new(std::env::current_exe().expect("current exe"));
     raw.arg("echo-server");
-    servers.push(("raw JSON-RPC echo (Rust)", raw));
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers/python");
-    let python = root.join(".venv/bin/python");
+    servers.push(("rust", "raw JSON-RPC echo (Rust)", raw));
+    let mut stdlib = std::process::Command::new("python3");
+    stdlib.arg(peers.join("python/echo_server.py"));
+    servers.push(("python", "Python echo, stdlib only", stdlib));
+    let python = peers.join("python/.venv/bin/python");
     if python.is_file() {
         let mut sdk = std::process::Command::new(python);
-        sdk.arg(root.join("server.py"));
-        servers.push(("Python SDK server (FastMCP)", sdk));
+        sdk.arg(peers.join("python/server.py"));
+        servers.push(("sdk", "Python SDK server (FastMCP)", sdk));
     } else {
         eprintln!("skipping the Python SDK server: run bash tests/peers/setup.sh");
     }
     servers
+        .into_iter()
+        .filter(|(key, _, _)| wanted.iter().any(|w| w == key))
+        .map(|(_, name, command)| (name, command))
+        .collect()
 }
 
 /// The handshake every raw client here opens with, and its notification.
@@ -886,30 +1014,95 @@ const INITIALIZED: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initi
 /// Calls made before any is counted, on each fresh process.
 const LATENCY_WARM_UP: usize = 100;
 
-/// `calls` sequential `tools/call echo` written and read as raw lines on
-/// blocking std pipes (the client adds as little as it can), through
-/// `drainpipe proxy ARGS` or, with `proxy` `None`, to the server directly.
-/// The first [`LATENCY_WARM_UP`] calls are not counted.
-fn raw_round_trips(
+/// Who makes the calls: this binary, writing and reading raw lines on
+/// blocking std pipes (it adds as little as a client can), or the official
+/// TypeScript SDK's client in Node.js (`tests/peers/node/latency-client.mjs`),
+/// as most agents' hosts are, which gives its child sockets, not pipes.
+#[derive(Clone, Copy, PartialEq)]
+enum Client {
+    Raw,
+    Node,
+}
+
+/// What stands between the client and the server.
+#[derive(Clone, Copy)]
+enum Via {
+    Direct,
+    /// `drainpipe proxy` with these options.
+    Proxy(&'static [&'static str]),
+    /// A guarded session (`Session::call`); the raw client only.
+    Session,
+    /// Another stdio proxy: the command before the server's.
+    Rival(&'static str, &'static [&'static str]),
+}
+
+/// Every path of the latency bench, by the name `--paths` takes.
+const LATENCY_PATHS: [(&str, &str, Via); 7] = [
+    ("direct", "direct", Via::Direct),
+    ("proxy", "drainpipe proxy", Via::Proxy(&[])),
+    (
+        "clip",
+        "drainpipe proxy --clip 64KiB",
+        Via::Proxy(&["--clip", "64KiB"]),
+    ),
+    (
+        "sandbox",
+        "drainpipe proxy --sandbox",
+        Via::Proxy(&["--sandbox"]),
+    ),
+    ("session", "guarded session (Session::call)", Via::Session),
+    (
+        "governor",
+        "tool-result-size-governor 1.0.0",
+        Via::Rival("tool-result-governor-proxy", &["--"]),
+    ),
+    (
+        "ultra-lean",
+        "ultra-lean-mcp-proxy 0.3.2",
+        Via::Rival("ultra-lean-mcp-proxy", &["proxy", "--"]),
+    ),
+];
+
+/// The command a client starts for `via` in front of `server`; `None` for
+/// the session, or a rival that is not installed (`bench/rivals/setup.sh`).
+fn latency_command(
+    via: Via,
     server: &std::process::Command,
-    proxy: Option<(&std::path::Path, &[&str])>,
-    calls: usize,
-) -> Vec<Duration> {
-    use std::io::{BufRead, BufReader, Write};
-    let mut command = match proxy {
-        Some((drainpipe, args)) => {
+    drainpipe: &std::path::Path,
+) -> Option<std::process::Command> {
+    let mut command = match via {
+        Via::Direct => return Some(clone_command(server)),
+        Via::Session => return None,
+        Via::Proxy(args) => {
             let mut command = std::process::Command::new(drainpipe);
             command
                 .args(["proxy", "--metrics", "none"])
                 .args(args)
-                .arg("--")
-                .arg(server.get_program())
-                .args(server.get_args());
+                .arg("--");
             command.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
             command
         }
-        None => clone_command(server),
+        Via::Rival(program, args) => {
+            let bin = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../bench/rivals/.venv/bin")
+                .join(program);
+            if !bin.is_file() {
+                return None;
+            }
+            let mut command = std::process::Command::new(bin);
+            command.args(args);
+            command
+        }
     };
+    command.arg(server.get_program()).args(server.get_args());
+    Some(command)
+}
+
+/// `calls` sequential `tools/call echo` written and read as raw lines on
+/// blocking std pipes by this process, through `command`.
+/// The first [`LATENCY_WARM_UP`] calls are not counted.
+fn raw_round_trips(mut command: std::process::Command, calls: usize) -> Vec<Duration> {
+    use std::io::{BufRead, BufReader, Write};
     let mut child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -950,6 +1143,35 @@ fn raw_round_trips(
     took
 }
 
+/// The same calls made by the TypeScript SDK's client in Node.js, which
+/// starts `command` itself and reports each call's time.
+fn node_round_trips(command: &std::process::Command, calls: usize) -> Vec<Duration> {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/peers/node/latency-client.mjs");
+    let output = std::process::Command::new("node")
+        .arg(script)
+        .args(["--calls", &calls.to_string()])
+        .args(["--warm-up", &LATENCY_WARM_UP.to_string()])
+        .arg("--")
+        .arg(command.get_program())
+        .args(command.get_args())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("node latency-client.mjs");
+    assert!(
+        output.status.success(),
+        "the Node client failed: {}",
+        output.status
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("its report");
+    report["ns"]
+        .as_array()
+        .expect("ns")
+        .iter()
+        .map(|ns| Duration::from_nanos(ns.as_u64().expect("a time")))
+        .collect()
+}
+
 /// The same calls through a guarded session (`Session::call`), the caller
 /// on this runtime.
 async fn session_round_trips(server: &std::process::Command, calls: usize) -> Vec<Duration> {
@@ -983,76 +1205,168 @@ async fn session_round_trips(server: &std::process::Command, calls: usize) -> Ve
     took
 }
 
-/// Sequential small calls, direct and through every guarded path, against
-/// each server: p50, p90, p99 and p99.9 of `calls` round trips per path
-/// (20 interleaved rounds of `calls / 20`, each on fresh processes, pooled).
-async fn latency(calls: usize) {
-    const ROUNDS: usize = 20;
+/// A process that spins on one core until killed: the load of a laptop
+/// whose other programs are busy (`e2e burn`).
+fn burn() {
+    let mut x = 0u64;
+    loop {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
+}
+
+/// What `e2e latency` runs: every comma-separated list option, and the
+/// calls counted per path, split over `rounds` interleaved rounds.
+struct LatencyPlan {
+    calls: usize,
+    rounds: usize,
+    clients: Vec<String>,
+    servers: Vec<String>,
+    paths: Vec<String>,
+    burners: Vec<usize>,
+}
+
+impl LatencyPlan {
+    /// `[CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk]
+    /// [--paths direct,proxy,…] [--burners 0,2]`
+    fn parse(args: &[String]) -> LatencyPlan {
+        let option = |name: &str, fallback: &str| -> Vec<String> {
+            args.iter()
+                .position(|a| a == name)
+                .and_then(|at| args.get(at + 1))
+                .map_or(fallback, String::as_str)
+                .split(',')
+                .map(str::to_string)
+                .collect()
+        };
+        let all_paths: Vec<&str> = LATENCY_PATHS.iter().map(|(key, _, _)| *key).collect();
+        LatencyPlan {
+            calls: args
+                .first()
+                .filter(|a| !a.starts_with("--"))
+                .map_or(10_000, |a| a.parse().expect("CALLS")),
+            rounds: option("--rounds", "20")[0].parse().expect("--rounds N"),
+            clients: option("--clients", "raw,node"),
+            servers: option("--servers", "rust,python,sdk"),
+            paths: option("--paths", &all_paths.join(",")),
+            burners: option("--burners", "0,2")
+                .iter()
+                .map(|n| n.parse().expect("--burners N,M"))
+                .collect(),
+        }
+    }
+}
+
+/// Sequential small calls, direct and through every path, by each client
+/// against each server, quiet and beside CPU burners: p50, p90, p99 and
+/// p99.9 of `calls` round trips per path (`rounds` interleaved rounds of
+/// `calls / rounds`, each on fresh processes, pooled).
+async fn latency(plan: LatencyPlan) {
     let drainpipe = {
         let fixture = fixture();
         std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
     };
-    // `None`: the session; else the proxy's options, `None` within for direct.
-    let paths: [(&str, Option<Option<&'static [&'static str]>>); 5] = [
-        ("direct", Some(None)),
-        ("drainpipe proxy", Some(Some(&[]))),
-        (
-            "drainpipe proxy --clip 64KiB",
-            Some(Some(&["--clip", "64KiB"])),
-        ),
-        ("drainpipe proxy --sandbox", Some(Some(&["--sandbox"]))),
-        ("guarded session (Session::call)", None),
-    ];
-    println!("| server | path | calls | p50 | p90 | p99 | p99.9 | p50 − direct | p99 − direct |");
-    println!("|---|---|---|---|---|---|---|---|---|");
-    let per_round = calls.div_ceil(ROUNDS);
-    for (name, server) in latency_servers() {
-        let mut took: Vec<Vec<Duration>> = vec![Vec::new(); paths.len()];
-        for _ in 0..ROUNDS {
-            for (k, &(_, raw)) in paths.iter().enumerate() {
-                let trips = match raw {
-                    None => session_round_trips(&server, per_round).await,
-                    Some(proxy) => {
-                        let server = clone_command(&server);
-                        let drainpipe = drainpipe.clone();
-                        tokio::task::spawn_blocking(move || {
-                            raw_round_trips(
-                                &server,
-                                proxy.map(|args| (drainpipe.as_path(), args)),
-                                per_round,
-                            )
-                        })
-                        .await
-                        .expect("round trips")
+    let clients: Vec<Client> = [("raw", Client::Raw), ("node", Client::Node)]
+        .into_iter()
+        .filter(|(key, _)| plan.clients.iter().any(|c| c == key))
+        .map(|(_, client)| client)
+        .collect();
+    let per_round = plan.calls.div_ceil(plan.rounds);
+    println!(
+        "| load | client | server | path | calls | p50 | p90 | p99 | p99.9 | p50 − direct | p99 − direct |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for &burners in &plan.burners {
+        let mut burning: Vec<std::process::Child> = (0..burners)
+            .map(|_| {
+                std::process::Command::new(std::env::current_exe().expect("current exe"))
+                    .arg("burn")
+                    .spawn()
+                    .expect("a burner")
+            })
+            .collect();
+        let load = match burners {
+            0 => "quiet".to_string(),
+            n => format!("{n} CPU burners"),
+        };
+        for (server_name, server) in latency_servers(&plan.servers) {
+            for &client in &clients {
+                let paths: Vec<(&str, Via)> = LATENCY_PATHS
+                    .iter()
+                    .filter(|(key, _, _)| plan.paths.iter().any(|p| p == key))
+                    .filter(|(_, _, via)| client == Client::Raw || !matches!(via, Via::Session))
+                    .filter(|(_, name, via)| {
+                        let installed = matches!(via, Via::Session)
+                            || latency_command(*via, &server, &drainpipe).is_some();
+                        if !installed {
+                            eprintln!("skipping {name}: run bash bench/rivals/setup.sh");
+                        }
+                        installed
+                    })
+                    .map(|(_, name, via)| (*name, *via))
+                    .collect();
+                let mut took: Vec<Vec<Duration>> = vec![Vec::new(); paths.len()];
+                for _ in 0..plan.rounds {
+                    for (k, &(_, via)) in paths.iter().enumerate() {
+                        let trips = match (via, client) {
+                            (Via::Session, _) => session_round_trips(&server, per_round).await,
+                            (via, client) => {
+                                let command =
+                                    latency_command(via, &server, &drainpipe).expect("a command");
+                                tokio::task::spawn_blocking(move || match client {
+                                    Client::Raw => raw_round_trips(command, per_round),
+                                    Client::Node => node_round_trips(&command, per_round),
+                                })
+                                .await
+                                .expect("round trips")
+                            }
+                        };
+                        took[k].extend(trips);
                     }
+                }
+                let client_name = match client {
+                    Client::Raw => "raw (Rust)",
+                    Client::Node => "TypeScript SDK (Node)",
                 };
-                took[k].extend(trips);
+                print_latencies(
+                    &format!("{load} | {client_name} | {server_name}"),
+                    &paths,
+                    &mut took,
+                );
             }
         }
-        let at = |trips: &[Duration], q: f64| {
-            trips[((trips.len() as f64 * q) as usize).min(trips.len() - 1)]
-        };
-        for trips in &mut took {
-            trips.sort();
+        for burner in &mut burning {
+            let _ = burner.kill();
+            let _ = burner.wait();
         }
-        let (direct50, direct99) = (at(&took[0], 0.5), at(&took[0], 0.99));
-        let us = |d: Duration| format!("{} µs", d.as_micros());
-        let delta = |d: Duration, base: Duration| {
-            format!("{:+} µs", d.as_micros() as i64 - base.as_micros() as i64)
-        };
-        for ((path, _), trips) in paths.iter().zip(&took) {
-            let (p50, p99) = (at(trips, 0.5), at(trips, 0.99));
-            println!(
-                "| {name} | {path} | {} | {} | {} | {} | {} | {} | {} |",
-                trips.len(),
-                us(p50),
-                us(at(trips, 0.9)),
-                us(p99),
-                us(at(trips, 0.999)),
-                delta(p50, direct50),
-                delta(p99, direct99),
-            );
-        }
+    }
+}
+
+/// One table row per path, `took` in `paths`' order (sorted here); the
+/// first path is the one the others are compared with.
+fn print_latencies(prefix: &str, paths: &[(&str, Via)], took: &mut [Vec<Duration>]) {
+    let at = |trips: &[Duration], q: f64| {
+        trips[((trips.len() as f64 * q) as usize).min(trips.len() - 1)]
+    };
+    for trips in took.iter_mut() {
+        trips.sort();
+    }
+    let (base50, base99) = (at(&took[0], 0.5), at(&took[0], 0.99));
+    let us = |d: Duration| format!("{} µs", d.as_micros());
+    let delta = |d: Duration, base: Duration| {
+        format!("{:+} µs", d.as_micros() as i64 - base.as_micros() as i64)
+    };
+    for ((path, _), trips) in paths.iter().zip(took.iter()) {
+        let (p50, p99) = (at(trips, 0.5), at(trips, 0.99));
+        println!(
+            "| {prefix} | {path} | {} | {} | {} | {} | {} | {} | {} |",
+            trips.len(),
+            us(p50),
+            us(at(trips, 0.9)),
+            us(p99),
+            us(at(trips, 0.999)),
+            delta(p50, base50),
+            delta(p99, base99),
+        );
     }
 }
 
