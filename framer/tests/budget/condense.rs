@@ -834,18 +834,7 @@ fn an_escaped_surrogate_pair_is_never_split() {
 /// replaced by a text; the checks must hold, the budget-spent one included.
 #[test]
 fn a_binary_block_left_out_whole_with_links_leaves_its_room_unused() {
-    let mut rng = Rng::new(1692114634317481239);
-    let line = tool_response(&mut rng);
-    let budget = MIN_LINKED_BUDGET + 46448 * 4;
-    let lengths: Vec<usize> = {
-        let mut split_rng = Rng::new(0);
-        (0..8).map(|_| 1 + split_rng.below(5_000)).collect()
-    };
-    let (outcome, spilled) =
-        condense_linked_keeping(&line, budget, &lengths, keep_of(0)).expect("condenses");
-    check_condensed(&line, budget, &outcome).unwrap_or_else(|e| panic!("{e}"));
-    check_spilled(&line, &spilled).unwrap_or_else(|e| panic!("{e}"));
-    check_nothing_lost(&line, &outcome, &spilled).unwrap_or_else(|e| panic!("{e}"));
+    let outcome = linked_case_holds(1692114634317481239, MIN_LINKED_BUDGET + 46448 * 4);
     let frame = frame(&outcome);
     let first = &frame["result"]["content"][0]["text"];
     assert!(
@@ -879,9 +868,15 @@ fn a_dict_members_text_is_never_cut_without_a_link() {
 /// the link of `groups` to carry.
 #[test]
 fn a_list_opened_with_no_link_left_is_left_out_with_its_group() {
-    let mut rng = Rng::new(16107206972387913045);
+    linked_case_holds(16107206972387913045, MIN_LINKED_BUDGET + 7288 * 4);
+}
+
+/// A case of the linked property, by its seed and budget (split seed 0,
+/// both ends kept): the response condensed with links, checked valid,
+/// within budget, honest and complete; the outcome for more checks.
+fn linked_case_holds(seed: u64, budget: usize) -> Condensed {
+    let mut rng = Rng::new(seed);
     let line = tool_response(&mut rng);
-    let budget = MIN_LINKED_BUDGET + 7288 * 4;
     let lengths: Vec<usize> = {
         let mut split_rng = Rng::new(0);
         (0..8).map(|_| 1 + split_rng.below(5_000)).collect()
@@ -891,4 +886,5 @@ fn a_list_opened_with_no_link_left_is_left_out_with_its_group() {
     check_condensed(&line, budget, &outcome).unwrap_or_else(|e| panic!("{e}"));
     check_spilled(&line, &spilled).unwrap_or_else(|e| panic!("{e}"));
     check_nothing_lost(&line, &outcome, &spilled).unwrap_or_else(|e| panic!("{e}"));
+    outcome
 }
