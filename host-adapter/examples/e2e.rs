@@ -576,14 +576,8 @@ async fn to_dev_null(drainpipe: Option<&std::path::Path>, load: Load) -> Run {
     let started = Instant::now();
     let (mut last, others) = match drainpipe {
         Some(drainpipe) => {
-            let server = server.as_std();
-            let proxy = Command::new(drainpipe)
-                .args(["proxy", "--metrics", "none", "--"])
-                .arg(server.get_program())
-                .args(server.get_args())
-                .stdin(std::process::Stdio::piped())
+            let proxy = proxy_command(drainpipe, &[], server.as_std())
                 .stdout(std::process::Stdio::null())
-                .kill_on_drop(true)
                 .spawn()
                 .expect("drainpipe proxy");
             (proxy, None)
@@ -687,6 +681,25 @@ async fn proxy_run(drainpipe: &std::path::Path, extra: &[&str], load: Load) -> R
     proxy_run_env(drainpipe, extra, None, load).await
 }
 
+/// `drainpipe proxy --metrics none EXTRA -- server`, its stdin piped (held
+/// open by the caller) and killed if dropped; stdout is the caller's.
+fn proxy_command(
+    drainpipe: &std::path::Path,
+    extra: &[&str],
+    server: &std::process::Command,
+) -> Command {
+    let mut command = Command::new(drainpipe);
+    command
+        .args(["proxy", "--metrics", "none"])
+        .args(extra)
+        .arg("--")
+        .arg(server.get_program())
+        .args(server.get_args())
+        .stdin(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
 /// [`proxy_run`], exporting telemetry to `endpoint` if given.
 async fn proxy_run_env(
     drainpipe: &std::path::Path,
@@ -698,17 +711,10 @@ async fn proxy_run_env(
     let server = notifications_child(load);
     let server = server.as_std();
     let started = Instant::now();
-    let mut child = Command::new(drainpipe);
+    let mut child = proxy_command(drainpipe, extra, server);
     export_to(&mut child, endpoint);
     let mut child = child
-        .args(["proxy", "--metrics", "none"])
-        .args(extra)
-        .arg("--")
-        .arg(server.get_program())
-        .args(server.get_args())
-        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("drainpipe proxy");
     let pid = child.id().expect("pid");
@@ -832,14 +838,10 @@ async fn echo_round_trips(
 ) -> (Vec<Duration>, Duration, Duration) {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let fixture = fixture();
-    let mut child = Command::new(drainpipe);
+    let mut child = proxy_command(drainpipe, &[], fixture.as_std());
     export_to(&mut child, endpoint);
     let mut child = child
-        .args(["proxy", "--metrics", "none", "--"])
-        .arg(fixture.as_std().get_program())
-        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .expect("drainpipe proxy");
     let mut stdin = child.stdin.take().expect("stdin");
