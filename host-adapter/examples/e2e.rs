@@ -588,17 +588,7 @@ async fn to_dev_null(drainpipe: Option<&std::path::Path>, load: Load) -> Run {
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .expect("server");
-            let out: std::process::Stdio = server
-                .stdout
-                .take()
-                .expect("piped")
-                .try_into()
-                .expect("a pipe");
-            let cat = Command::new("cat")
-                .stdin(out)
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .expect("cat");
+            let cat = cat_after(&mut server, std::process::Stdio::null());
             (cat, Some(server))
         }
     };
@@ -609,6 +599,24 @@ async fn to_dev_null(drainpipe: Option<&std::path::Path>, load: Load) -> Run {
     }
     let bytes = load.count * load.size as u64;
     (load.count, bytes, took, 0)
+}
+
+/// A `cat` reading `server`'s stdout (taken from it), writing to `stdout`.
+fn cat_after(
+    server: &mut tokio::process::Child,
+    stdout: std::process::Stdio,
+) -> tokio::process::Child {
+    let out: std::process::Stdio = server
+        .stdout
+        .take()
+        .expect("piped")
+        .try_into()
+        .expect("a pipe");
+    Command::new("cat")
+        .stdin(out)
+        .stdout(stdout)
+        .spawn()
+        .expect("cat")
 }
 
 /// Runs one path's reading end as a spawned task on the runtime's workers.
@@ -629,17 +637,7 @@ async fn plain_pipe_run(load: Load, cats: usize) -> Run {
     let stdout: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if cats == 0 {
         Box::new(server.stdout.take().expect("piped"))
     } else {
-        let out: std::process::Stdio = server
-            .stdout
-            .take()
-            .expect("piped")
-            .try_into()
-            .expect("a pipe");
-        let mut child = Command::new("cat")
-            .stdin(out)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("cat");
+        let mut child = cat_after(&mut server, std::process::Stdio::piped());
         let stdout = child.stdout.take().expect("piped");
         cat = Some(child);
         Box::new(stdout)
