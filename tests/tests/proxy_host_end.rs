@@ -33,6 +33,74 @@ fn description_flags(pid: u32, fd: u32) -> u32 {
 }
 
 const O_NONBLOCK: u32 = 0o4000;
+const EPOLLOUT: u32 = 0x4;
+
+/// What process `pid`'s pollers watch of the file its descriptor `fd`
+/// names: the event mask of each registration (`/proc/PID/fdinfo` of each
+/// epoll descriptor lists `tfd: N events: MASK`, hex), matched by the
+/// object `fd` links to, since the proxy registers duplicates.
+fn watched(pid: u32, fd: u32) -> Vec<u32> {
+    let link = |n: &str| std::fs::read_link(format!("/proc/{pid}/fd/{n}")).ok();
+    let target = link(&fd.to_string()).expect("the descriptor's object");
+    let mut masks = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("the proxy's fds")
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if link(&name).is_none_or(|l| l.to_string_lossy() != "anon_inode:[eventpoll]") {
+            continue;
+        }
+        let Ok(info) = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{name}")) else {
+            continue;
+        };
+        for line in info.lines().filter_map(|l| l.strip_prefix("tfd:")) {
+            let mut words = line.split_whitespace();
+            let watched_fd = words.next().expect("a descriptor");
+            let mask = words
+                .skip_while(|w| *w != "events:")
+                .nth(1)
+                .expect("a mask");
+            if link(watched_fd).as_ref() == Some(&target) {
+                masks.push(u32::from_str_radix(mask, 16).expect("a hex mask"));
+            }
+        }
+    }
+    masks
+}
+
+/// The host's socket is read through the poller and sent to without it:
+/// registered for writing, the proxy's stdout would wake it each time the
+/// host reads an answer (the kernel signals the room freed), a wake-up per
+/// call on another core, for nothing.
+fn assert_polled_for_reading_only(pid: u32, when: &str) {
+    let stdin = watched(pid, 0);
+    assert!(
+        !stdin.is_empty() && stdin.iter().all(|mask| mask & EPOLLOUT == 0),
+        "{when}: the host's input is polled for reading only: {stdin:x?}"
+    );
+    let stdout = watched(pid, 1);
+    assert!(
+        stdout.is_empty(),
+        "{when}: the host's output is not polled: {stdout:x?}"
+    );
+}
+
+/// `child`'s exit status, waited for at most `seconds` (then it is killed
+/// and the test fails): for a body on a blocking thread `within` cannot stop.
+fn wait_for(child: &mut std::process::Child, seconds: u64) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        if let Some(status) = child.try_wait().expect("the proxy's status") {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the proxy did not end within {seconds} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
@@ -44,6 +112,12 @@ async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
         tokio::task::spawn_blocking(move || {
             let (host_in, proxy_in) = UnixStream::pair().expect("a socketpair");
             let (host_out, proxy_out) = UnixStream::pair().expect("a socketpair");
+            // This body blocks a thread `within` cannot stop: a read or
+            // write that waits too long fails the test instead.
+            for end in [&host_in, &host_out] {
+                end.set_read_timeout(Some(std::time::Duration::from_secs(30))).expect("a timeout");
+                end.set_write_timeout(Some(std::time::Duration::from_secs(30))).expect("a timeout");
+            }
             let mut proxy = Command::new(drainpipe)
                 .args(["proxy", "--metrics", "none", "--"])
                 .arg(&fixture)
@@ -69,6 +143,7 @@ async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
                     "call {id} answered with its own echo: {line}"
                 );
             }
+            assert_polled_for_reading_only(pid, "after sequential calls");
             let burst: String = (201..=1200).map(|id| echo_call(id) + "\n").collect();
             let writing = std::thread::spawn({
                 let host_in = host_in.try_clone().expect("clone");
@@ -84,6 +159,31 @@ async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
             }
             writing.join().expect("the burst written");
             assert_eq!(answered, (201..=1200).collect(), "every call of the burst answered once");
+            // An answer larger than the socket holds, to a host that waits
+            // before it reads: the proxy's send finds the socket full and
+            // must wait for room (the only time it asks the reactor), then
+            // go back to sending straight, as the next call shows.
+            const LARGE: usize = 3 << 20;
+            writeln!(
+                writer,
+                r#"{{"jsonrpc":"2.0","id":2000,"method":"tools/call","params":{{"name":"large","arguments":{{"bytes":{LARGE}}}}}}}"#
+            )
+            .expect("the large call");
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            line.clear();
+            reader.read_line(&mut line).expect("the large answer");
+            assert_eq!(line.len(), LARGE + 1, "the large answer whole, with its newline");
+            assert!(line.contains(r#""id":2000"#), "the large answer's id");
+            for id in 2001..=2050 {
+                writeln!(writer, "{}", echo_call(id)).expect("a call after the wait");
+                line.clear();
+                reader.read_line(&mut line).expect("its answer");
+                assert!(
+                    line.contains(&format!(r#""id":{id},"#)),
+                    "call {id} after the wait answered with its own echo: {line}"
+                );
+            }
+            assert_polled_for_reading_only(pid, "after a wait for room");
             // Read and written through the reactor: no thread of tokio's
             // blocking pool (which names its threads as the workers) was
             // started to hand each read and write over.
@@ -106,7 +206,7 @@ async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
                 );
             }
             drop(host_in);
-            let status = proxy.wait().expect("the proxy ends");
+            let status = wait_for(&mut proxy, 30);
             assert!(status.success(), "the proxy ended with {status}");
             line.clear();
             assert_eq!(reader.read_line(&mut line).expect("end of output"), 0, "nothing after the end: {line}");

@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::{Reached, Stop};
-use stdio::{DirectFile, StdioSocket};
+use stdio::{DirectFile, SocketIn, SocketOut};
 
 // The process table is read differently on each unix.
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -183,7 +183,7 @@ pub(crate) fn own_stdin() -> Box<dyn AsyncRead + Unpin + Send> {
     {
         return Box::new(pipe);
     }
-    if let Some(socket) = StdioSocket::of(std::io::stdin().as_fd()) {
+    if let Some(socket) = SocketIn::of(std::io::stdin().as_fd()) {
         return Box::new(socket);
     }
     if let Some(file) = DirectFile::of(std::io::stdin().as_fd(), false) {
@@ -203,7 +203,7 @@ pub(crate) fn own_stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
     {
         return Box::new(pipe);
     }
-    if let Some(socket) = StdioSocket::of(std::io::stdout().as_fd()) {
+    if let Some(socket) = SocketOut::of(std::io::stdout().as_fd()) {
         return Box::new(socket);
     }
     if let Some(file) = DirectFile::of(std::io::stdout().as_fd(), true) {

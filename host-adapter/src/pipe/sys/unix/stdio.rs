@@ -3,15 +3,16 @@
 //!
 //! A stream socket is what Node.js (libuv) gives a child for each `"pipe"`
 //! of its stdio, so every host on the TypeScript SDK's
-//! `StdioClientTransport` starts the proxy this way. It is read and written
-//! through the runtime's reactor, each call with `MSG_DONTWAIT`: the call
-//! never waits, while the socket's open file description (shared with
-//! whoever else holds it: a shell around the proxy, stderr pointed at the
-//! same socket) keeps its blocking mode. Left to tokio's `stdin`/`stdout`
-//! instead, every read and every write is handed to a blocking thread and
-//! back: two more thread wake-ups per message on a machine whose cores the
-//! host and the server also want, which is what made the proxy's slowest
-//! small calls slow.
+//! `StdioClientTransport` starts the proxy this way. Each call is made with
+//! `MSG_DONTWAIT`: it never waits, while the socket's open file description
+//! (shared with whoever else holds it: a shell around the proxy, stderr
+//! pointed at the same socket) keeps its blocking mode. Stdin waits for
+//! data on the runtime's reactor; stdout is sent to straight and joins the
+//! reactor only while the host's buffer is full (see [`SocketOut`]). Left
+//! to tokio's `stdin`/`stdout` instead, every read and every write is
+//! handed to a blocking thread and back: two more thread wake-ups per
+//! message on a machine whose cores the host and the server also want,
+//! which is what made the proxy's slowest small calls slow.
 //!
 //! A regular file, or a device that is not a terminal (`/dev/null`), never
 //! waits for another process: it is read or written in place, on the
@@ -26,30 +27,68 @@ use std::os::unix::fs::FileTypeExt;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use nix::errno::Errno;
 use nix::sys::socket::{MsgFlags, SockType, getsockopt, recv, send, sockopt};
+use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// A stream socket of this process's stdio, on the reactor.
-pub(crate) struct StdioSocket {
+/// This process's stdin as a stream socket, on the reactor for reading
+/// only.
+pub(crate) struct SocketIn {
     fd: AsyncFd<OwnedFd>,
 }
 
-impl StdioSocket {
-    /// `fd` (0 or 1) as a [`StdioSocket`], if it is a stream socket; `None`
-    /// for anything else or if the reactor will not take it. The
-    /// descriptor is duplicated: the original stays as it was.
-    pub(crate) fn of(fd: BorrowedFd<'_>) -> Option<StdioSocket> {
-        if getsockopt(&fd, sockopt::SockType).ok()? != SockType::Stream {
-            return None;
-        }
-        let fd = fd.try_clone_to_owned().ok()?;
-        // SAFETY: `register` asks that the descriptor stay open and the
-        // same for the `AsyncFd`'s life: it is the `OwnedFd` just made,
-        // which only the `AsyncFd` holds and closes when dropped.
-        #[allow(unsafe_code)]
-        let fd = unsafe { AsyncFd::register(fd) }.ok()?;
-        Some(StdioSocket { fd })
+/// This process's stdout as a stream socket. It is on the reactor only
+/// while a send would wait: registered for writing, a socket wakes its
+/// poller each time the host reads (the kernel signals the room freed),
+/// which for a small answer is one more wake-up of the proxy per call, on
+/// another core, for nothing. A send that finds room never asks.
+pub(crate) struct SocketOut {
+    state: Option<Out>,
+}
+
+enum Out {
+    /// Not registered: sends go straight to the socket.
+    Free(OwnedFd),
+    /// A send found the buffer full: registered until one finds room.
+    Waiting(AsyncFd<OwnedFd>),
+}
+
+/// A duplicate of `fd` (0 or 1), if it is a stream socket. The original
+/// stays as it was.
+fn stream_socket(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    if getsockopt(&fd, sockopt::SockType).ok()? != SockType::Stream {
+        return None;
+    }
+    fd.try_clone_to_owned().ok()
+}
+
+/// `fd` on the reactor for `interest`; on failure `fd` back, with why.
+fn register(fd: OwnedFd, interest: Interest) -> Result<AsyncFd<OwnedFd>, (OwnedFd, io::Error)> {
+    // SAFETY: `register_with_interest` asks that the descriptor stay open
+    // and the same for the `AsyncFd`'s life: it is an `OwnedFd` only the
+    // `AsyncFd` holds, closed when it is dropped or given back by
+    // `into_inner` (which deregisters it first).
+    #[allow(unsafe_code)]
+    let registered = unsafe { AsyncFd::register_with_interest(fd, interest) };
+    registered.map_err(|error| error.into_parts())
+}
+
+impl SocketIn {
+    /// Stdin as a [`SocketIn`], if it is a stream socket the reactor takes.
+    pub(crate) fn of(fd: BorrowedFd<'_>) -> Option<SocketIn> {
+        let fd = register(stream_socket(fd)?, Interest::READABLE).ok()?;
+        Some(SocketIn { fd })
+    }
+}
+
+impl SocketOut {
+    /// Stdout as a [`SocketOut`], if it is a stream socket.
+    pub(crate) fn of(fd: BorrowedFd<'_>) -> Option<SocketOut> {
+        Some(SocketOut {
+            state: Some(Out::Free(stream_socket(fd)?)),
+        })
     }
 }
 
@@ -63,7 +102,7 @@ fn send_flags() -> MsgFlags {
     return MsgFlags::MSG_DONTWAIT;
 }
 
-impl AsyncRead for StdioSocket {
+impl AsyncRead for SocketIn {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -95,26 +134,81 @@ impl AsyncRead for StdioSocket {
     }
 }
 
-impl AsyncWrite for StdioSocket {
+/// What a send on a registered socket came to.
+enum WaitedSend {
+    /// No room yet: the task is woken when there is.
+    Pending,
+    /// The room was gone again by the send: wait again.
+    Again,
+    /// Part of the bytes taken, and the buffer full again.
+    Part(usize),
+    /// Every byte taken: there is room.
+    All(usize),
+    Failed(io::Error),
+}
+
+fn send_when_ready(waiting: &AsyncFd<OwnedFd>, cx: &mut Context<'_>, bytes: &[u8]) -> WaitedSend {
+    let mut ready = match waiting.poll_write_ready(cx) {
+        Poll::Pending => return WaitedSend::Pending,
+        Poll::Ready(Err(error)) => return WaitedSend::Failed(error),
+        Poll::Ready(Ok(ready)) => ready,
+    };
+    let sent =
+        ready.try_io(|fd| send(fd.as_raw_fd(), bytes, send_flags()).map_err(io::Error::from));
+    match sent {
+        Ok(Ok(n)) if n < bytes.len() => {
+            ready.clear_ready();
+            WaitedSend::Part(n)
+        }
+        Ok(Ok(n)) => WaitedSend::All(n),
+        Ok(Err(error)) => WaitedSend::Failed(error),
+        // `try_io` cleared the readiness.
+        Err(_would_block) => WaitedSend::Again,
+    }
+}
+
+impl AsyncWrite for SocketOut {
     fn poll_write(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bytes: &[u8],
     ) -> Poll<io::Result<usize>> {
         loop {
-            let mut ready = ready!(self.fd.poll_write_ready(cx))?;
-            let sent = ready
-                .try_io(|fd| send(fd.as_raw_fd(), bytes, send_flags()).map_err(io::Error::from));
-            match sent {
-                Ok(Ok(n)) => {
-                    // Part taken: the socket's buffer is full.
-                    if n < bytes.len() {
-                        ready.clear_ready();
+            match self.state.take() {
+                Some(Out::Free(fd)) => match send(fd.as_raw_fd(), bytes, send_flags()) {
+                    Err(Errno::EAGAIN) => match register(fd, Interest::WRITABLE) {
+                        Ok(waiting) => self.state = Some(Out::Waiting(waiting)),
+                        Err((fd, error)) => {
+                            self.state = Some(Out::Free(fd));
+                            return Poll::Ready(Err(error));
+                        }
+                    },
+                    Err(Errno::EINTR) => self.state = Some(Out::Free(fd)),
+                    sent => {
+                        self.state = Some(Out::Free(fd));
+                        return Poll::Ready(sent.map_err(io::Error::from));
                     }
-                    return Poll::Ready(Ok(n));
+                },
+                Some(Out::Waiting(waiting)) => {
+                    let sent = send_when_ready(&waiting, cx, bytes);
+                    self.state = Some(match sent {
+                        // Room again: off the reactor until a send waits.
+                        WaitedSend::All(_) => Out::Free(waiting.into_inner()),
+                        _ => Out::Waiting(waiting),
+                    });
+                    match sent {
+                        WaitedSend::Pending => return Poll::Pending,
+                        WaitedSend::Again => continue,
+                        WaitedSend::All(n) | WaitedSend::Part(n) => return Poll::Ready(Ok(n)),
+                        WaitedSend::Failed(error) => return Poll::Ready(Err(error)),
+                    }
                 }
-                Ok(Err(error)) => return Poll::Ready(Err(error)),
-                Err(_would_block) => continue,
+                // Not reached: every arm above puts the descriptor back.
+                None => {
+                    return Poll::Ready(Err(io::Error::other(
+                        "the host's socket is no longer held",
+                    )));
+                }
             }
         }
     }
