@@ -22,9 +22,10 @@
 //! - `telemetry` (feature `otel`): OpenTelemetry traces and metrics over
 //!   OTLP, on the MCP semantic conventions, off unless the environment
 //!   configures an endpoint.
-// `deny`, not `forbid`: two `unsafe` calls are allowed where they are made,
-// component/cache.rs loading compiled code it wrote itself, and
-// pipe/sys/unix/stdio.rs registering a descriptor it owns with the reactor.
+// `deny`, not `forbid`: `unsafe` is allowed where it is made, in
+// component/cache.rs loading compiled code it wrote itself,
+// pipe/sys/unix/stdio.rs registering a descriptor it owns with the reactor,
+// and pipe/sys/unix/linux.rs asking the scheduler for a short slice.
 #![deny(unsafe_code)]
 
 pub mod backend;

@@ -69,6 +69,69 @@ fn watched(pid: u32, fd: u32) -> Vec<u32> {
     masks
 }
 
+/// The scheduler slice of a thread (`se.slice` in `/proc/.../sched`, in
+/// ns), where the kernel says it.
+fn slice(task: &std::path::Path) -> Option<u64> {
+    let sched = std::fs::read_to_string(task.join("sched")).ok()?;
+    let line = sched.lines().find(|l| l.starts_with("se.slice"))?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
+/// The proxy's runtime threads ask for a short slice (100 µs, Linux 6.12
+/// and later take it), so a woken proxy passes a message on before a busy
+/// neighbour's slice ends; the thread that starts the server does not, so
+/// the server keeps the scheduling it would have had without the proxy.
+fn assert_slices(pid: u32) {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    let mut version = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (version.next().unwrap_or(0), version.next().unwrap_or(0));
+    let own = slice(std::path::Path::new("/proc/thread-self"));
+    if (major, minor) < (6, 12) || own.is_none() {
+        eprintln!("SKIP slices: kernel {release} takes no per-thread slice or does not show it");
+        return;
+    }
+    let mut workers = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the proxy's threads")
+        .flatten()
+    {
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if name.trim() == "tokio-rt-worker" {
+            workers += 1;
+            assert_eq!(
+                slice(&task.path()),
+                Some(100_000),
+                "a runtime thread's slice"
+            );
+        }
+    }
+    assert!(workers > 0, "the proxy has runtime threads");
+    let children: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the proxy's threads")
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        !children.is_empty(),
+        "the proxy's children (the server) are listed"
+    );
+    for child in &children {
+        assert_eq!(
+            slice(&std::path::Path::new("/proc").join(child)),
+            own,
+            "the proxy's child {child} keeps the slice it would have had"
+        );
+    }
+}
+
 /// The host's socket is read through the poller and sent to without it:
 /// registered for writing, the proxy's stdout would wake it each time the
 /// host reads an answer (the kernel signals the room freed), a wake-up per
@@ -144,6 +207,7 @@ async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
                 );
             }
             assert_polled_for_reading_only(pid, "after sequential calls");
+            assert_slices(pid);
             let burst: String = (201..=1200).map(|id| echo_call(id) + "\n").collect();
             let writing = std::thread::spawn({
                 let host_in = host_in.try_clone().expect("clone");

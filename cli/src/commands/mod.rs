@@ -45,6 +45,18 @@ pub(crate) fn runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime")
 }
 
+/// [`runtime`] for the proxy: its threads ask to run promptly when they
+/// wake ([`drainpipe_host::proxy::on_io_thread_start`]); the thread that
+/// calls `block_on` (and starts the server, which inherits it) does not.
+pub(crate) fn proxy_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .on_thread_start(drainpipe_host::proxy::on_io_thread_start)
+        .build()
+        .expect("a tokio runtime")
+}
+
 /// The fixture server built into this binary (`drainpipe fixture ARGS`).
 pub(crate) fn fixture_command(args: &[&str]) -> std::io::Result<tokio::process::Command> {
     let exe = std::env::current_exe().map_err(|error| {

@@ -260,7 +260,7 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         }
     };
     let (sink, closer) = StderrSink::stderr();
-    let runtime = super::runtime();
+    let runtime = super::proxy_runtime();
     let outcome = runtime.block_on(async {
         let stop = CancellationToken::new();
         watch_signals(stop.clone(), sink.clone())?;

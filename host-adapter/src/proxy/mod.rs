@@ -161,6 +161,16 @@ pub fn host_stdout() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
     sys::own_stdout()
 }
 
+/// For each thread of the proxy's runtime (`on_thread_start`): asks the
+/// scheduler to run the thread promptly when it wakes (a short slice, on
+/// Linux 6.12 and later; nothing elsewhere), since every message waits for
+/// it. Call it on the runtime's threads only, not on the one that starts
+/// the server: a child inherits the setting, and the server's scheduling
+/// is not the proxy's to change.
+pub fn on_io_thread_start() {
+    sys::wake_promptly();
+}
+
 /// Calls `asked` each time this process is asked to stop: SIGTERM, SIGINT
 /// or SIGHUP on unix; Ctrl+C, Ctrl+Break or the console closing on
 /// Windows. Needs a tokio runtime.

@@ -37,7 +37,7 @@ pub(crate) use imp::exit_status_of;
 pub(crate) use imp::{Group, exit_signal, kill_process, lead_new_group, lead_new_group_std};
 pub(crate) use imp::{ProcessEntry, process_table};
 pub(crate) use imp::{create_private_dir, create_private_file, owned_by_me, process_exists};
-pub(crate) use imp::{on_stop_request, own_stdin, own_stdout};
+pub(crate) use imp::{on_stop_request, own_stdin, own_stdout, wake_promptly};
 
 /// One step of stopping a group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -134,6 +134,13 @@ pub(crate) use linux::process_table;
 #[cfg(target_os = "macos")]
 pub(crate) use macos::process_table;
 
+#[cfg(target_os = "linux")]
+pub(crate) use linux::wake_promptly;
+
+/// Nothing to ask: no unix but Linux takes a per-thread scheduler slice.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn wake_promptly() {}
+
 /// Fails: this unix has no process table drainpipe can read.
 #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "macos")))]
 pub(crate) fn process_table() -> io::Result<std::collections::HashMap<u32, ProcessEntry>> {

@@ -231,6 +231,9 @@ pub(crate) fn own_stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
     Box::new(tokio::io::stdout())
 }
 
+/// Nothing to ask: Windows takes no per-thread scheduler slice.
+pub(crate) fn wake_promptly() {}
+
 /// Calls `asked` each time this process is asked to stop: Ctrl+C,
 /// Ctrl+Break, or its console closing. Needs a tokio runtime.
 pub(crate) fn on_stop_request(asked: impl Fn() + Clone + Send + 'static) -> io::Result<()> {
