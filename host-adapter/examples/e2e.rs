@@ -29,10 +29,11 @@
 //!                             reader; messages/s, MB/s, the share of the plain pipe's rate
 //!                             (medians of 5 interleaved rounds), and the proxy's peak RSS
 //! e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk]
-//!             [--paths direct,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2]
+//!             [--paths direct,relay,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2]
 //!                             CALLS (default 10000) sequential small `tools/call echo`
 //!                             round trips per path (N interleaved rounds, default 20),
-//!                             direct to the server, through `drainpipe proxy` (plain,
+//!                             direct to the server, through a plain relay (`e2e relay`,
+//!                             two copying threads: the floor), `drainpipe proxy` (plain,
 //!                             --clip 64KiB, --sandbox), a guarded session and the rival
 //!                             proxies (`bash bench/rivals/setup.sh`), made by a raw Rust
 //!                             client and by the TypeScript SDK's client in Node.js,
@@ -370,6 +371,7 @@ async fn main() {
         }
         Some("echo-server") => echo_server(),
         Some("burn") => burn(),
+        Some("relay") => relay(&args[1..]),
         Some("fast-producer") => fast_producer(
             args.get(1).and_then(|s| s.parse().ok()).expect("COUNT"),
             args.get(2).and_then(|s| s.parse().ok()).expect("SIZE"),
@@ -380,7 +382,7 @@ async fn main() {
             otel_cost(calls, count).await;
         }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk] [--paths direct,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2] | e2e session-speed [COUNT] [block-on]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk] [--paths direct,relay,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2] | e2e relay <command…> | e2e session-speed [COUNT] [block-on]"
         ),
     }
 }
@@ -1034,11 +1036,14 @@ enum Via {
     Session,
     /// Another stdio proxy: the command before the server's.
     Rival(&'static str, &'static [&'static str]),
+    /// `e2e relay`: the least any process between the two can add.
+    Relay,
 }
 
 /// Every path of the latency bench, by the name `--paths` takes.
-const LATENCY_PATHS: [(&str, &str, Via); 7] = [
+const LATENCY_PATHS: [(&str, &str, Via); 8] = [
     ("direct", "direct", Via::Direct),
+    ("relay", "plain relay (e2e relay)", Via::Relay),
     ("proxy", "drainpipe proxy", Via::Proxy(&[])),
     (
         "clip",
@@ -1073,6 +1078,12 @@ fn latency_command(
     let mut command = match via {
         Via::Direct => return Some(clone_command(server)),
         Via::Session => return None,
+        Via::Relay => {
+            let mut command =
+                std::process::Command::new(std::env::current_exe().expect("this binary"));
+            command.arg("relay");
+            command
+        }
         Via::Proxy(args) => {
             let mut command = std::process::Command::new(drainpipe);
             command
@@ -1212,6 +1223,37 @@ fn burn() {
     loop {
         x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
     }
+}
+
+/// `e2e relay <command…>`: starts the command and copies this process's
+/// stdin to its stdin and its stdout to this process's stdout, one thread
+/// per direction, blocking reads and writes, nothing looked at. The floor
+/// for a stdio proxy: what a process in the middle costs before it does
+/// any work (two more wake-ups per call).
+fn relay(command: &[String]) {
+    use std::io::{Read, Write};
+    let (program, args) = command.split_first().expect("e2e relay <command…>");
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the relayed command");
+    fn copy(mut from: impl Read, mut to: impl Write) {
+        let mut buf = vec![0u8; 64 << 10];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 || to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
+                break;
+            }
+        }
+    }
+    let to_child = child.stdin.take().expect("stdin");
+    std::thread::spawn(move || copy(std::io::stdin().lock(), to_child));
+    copy(
+        child.stdout.take().expect("stdout"),
+        std::io::stdout().lock(),
+    );
+    let _ = child.wait();
 }
 
 /// What `e2e latency` runs: every comma-separated list option, and the
