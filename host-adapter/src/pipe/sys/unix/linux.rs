@@ -89,6 +89,7 @@ fn parse_stat(stat: &[u8]) -> Option<ProcessEntry> {
 
 /// The scheduler slice asked for each of the proxy's own threads: the
 /// shortest the kernel takes.
+#[cfg(target_os = "linux")]
 const SLICE_NS: u64 = 100_000;
 
 /// Asks the scheduler to run the calling thread soon after each wake-up,
@@ -104,6 +105,7 @@ const SLICE_NS: u64 = 100_000;
 /// when it runs changes. Only a thread under the normal policy is
 /// touched, and nothing else about it. Best effort: a refusal changes
 /// nothing else.
+#[cfg(target_os = "linux")]
 pub(crate) fn wake_promptly() {
     let mut attr = sched_attr();
     let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
@@ -126,6 +128,7 @@ pub(crate) fn wake_promptly() {
 }
 
 /// A zeroed `sched_attr`, the form `sched_getattr` fills.
+#[cfg(target_os = "linux")]
 fn sched_attr() -> libc::sched_attr {
     libc::sched_attr {
         size: 0,
