@@ -21,6 +21,25 @@ fn echo_call(id: usize) -> String {
     )
 }
 
+/// `ids` as echo calls, each written once the one before is answered, and
+/// each answered with its own echo.
+fn calls_in_turn(
+    mut writer: &UnixStream,
+    reader: &mut BufReader<&UnixStream>,
+    ids: std::ops::RangeInclusive<usize>,
+) {
+    let mut line = String::new();
+    for id in ids {
+        writeln!(writer, "{}", echo_call(id)).expect("a call");
+        line.clear();
+        reader.read_line(&mut line).expect("its answer");
+        assert!(
+            line.contains(&format!(r#""id":{id},"#)) && line.contains(&format!(r#"\"n\":{id}"#)),
+            "call {id} answered with its own echo: {line}"
+        );
+    }
+}
+
 /// The open file description's flags of descriptor `fd` of process `pid`
 /// (`/proc/PID/fdinfo/FD`, octal).
 fn description_flags(pid: u32, fd: u32) -> u32 {
@@ -197,15 +216,7 @@ async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
             reader.read_line(&mut line).expect("initialize answer");
             assert!(line.contains(r#""id":0"#), "initialize answered: {line}");
             // Sequential small calls, then a burst written before any is read.
-            for id in 1..=200 {
-                writeln!(writer, "{}", echo_call(id)).expect("a call");
-                line.clear();
-                reader.read_line(&mut line).expect("its answer");
-                assert!(
-                    line.contains(&format!(r#""id":{id},"#)) && line.contains(&format!(r#"\"n\":{id}"#)),
-                    "call {id} answered with its own echo: {line}"
-                );
-            }
+            calls_in_turn(writer, &mut reader, 1..=200);
             assert_polled_for_reading_only(pid, "after sequential calls");
             assert_slices(pid);
             let burst: String = (201..=1200).map(|id| echo_call(id) + "\n").collect();
@@ -238,15 +249,7 @@ async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
             reader.read_line(&mut line).expect("the large answer");
             assert_eq!(line.len(), LARGE + 1, "the large answer whole, with its newline");
             assert!(line.contains(r#""id":2000"#), "the large answer's id");
-            for id in 2001..=2050 {
-                writeln!(writer, "{}", echo_call(id)).expect("a call after the wait");
-                line.clear();
-                reader.read_line(&mut line).expect("its answer");
-                assert!(
-                    line.contains(&format!(r#""id":{id},"#)),
-                    "call {id} after the wait answered with its own echo: {line}"
-                );
-            }
+            calls_in_turn(writer, &mut reader, 2001..=2050);
             assert_polled_for_reading_only(pid, "after a wait for room");
             // Read and written through the reactor: no thread of tokio's
             // blocking pool (which names its threads as the workers) was
