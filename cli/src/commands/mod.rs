@@ -38,20 +38,21 @@ Exit codes:
 /// A multi-threaded tokio runtime with two workers: enough for a reader, a
 /// writer and the caller, without taking a big machine's every core.
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
+    two_workers().build().expect("a tokio runtime")
+}
+
+/// The builder of [`runtime`].
+fn two_workers() -> tokio::runtime::Builder {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.worker_threads(2).enable_all();
+    builder
 }
 
 /// [`runtime`] for the proxy: its threads ask to run promptly when they
 /// wake ([`drainpipe_host::proxy::on_io_thread_start`]); the thread that
 /// calls `block_on` (and starts the server, which inherits it) does not.
 pub(crate) fn proxy_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
+    two_workers()
         .on_thread_start(drainpipe_host::proxy::on_io_thread_start)
         .build()
         .expect("a tokio runtime")
