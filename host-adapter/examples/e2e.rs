@@ -29,11 +29,13 @@
 //!                             reader; messages/s, MB/s, the share of the plain pipe's rate
 //!                             (medians of 5 interleaved rounds), and the proxy's peak RSS
 //! e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk]
-//!             [--paths direct,relay,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2]
+//!             [--paths direct,relay,relay-poll,relay-tokio,proxy,clip,sandbox,session,
+//!                     governor,ultra-lean] [--burners 0,2]
 //!                             CALLS (default 10000) sequential small `tools/call echo`
 //!                             round trips per path (N interleaved rounds, default 20),
 //!                             direct to the server, through a plain relay (`e2e relay`,
-//!                             two copying threads: the floor), `drainpipe proxy` (plain,
+//!                             two copying threads: the floor; `--poll`, one thread in
+//!                             poll(2); `--tokio`, a two-worker runtime), `drainpipe proxy` (plain,
 //!                             --clip 64KiB, --sandbox), a guarded session and the rival
 //!                             proxies (`bash bench/rivals/setup.sh`), made by a raw Rust
 //!                             client and by the TypeScript SDK's client in Node.js,
@@ -382,7 +384,7 @@ async fn main() {
             otel_cost(calls, count).await;
         }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk] [--paths direct,relay,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2] | e2e relay <command…> | e2e session-speed [COUNT] [block-on]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk] [--paths direct,relay,relay-poll,relay-tokio,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2] | e2e relay [--poll | --tokio] <command…> | e2e session-speed [COUNT] [block-on]"
         ),
     }
 }
@@ -1037,13 +1039,27 @@ enum Via {
     /// Another stdio proxy: the command before the server's.
     Rival(&'static str, &'static [&'static str]),
     /// `e2e relay`: the least any process between the two can add.
-    Relay,
+    Relay(RelayLoop),
 }
 
 /// Every path of the latency bench, by the name `--paths` takes.
-const LATENCY_PATHS: [(&str, &str, Via); 8] = [
+const LATENCY_PATHS: [(&str, &str, Via); 10] = [
     ("direct", "direct", Via::Direct),
-    ("relay", "plain relay (e2e relay)", Via::Relay),
+    (
+        "relay",
+        "plain relay (e2e relay)",
+        Via::Relay(RelayLoop::Threads),
+    ),
+    (
+        "relay-poll",
+        "poll(2) relay (e2e relay --poll)",
+        Via::Relay(RelayLoop::Poll),
+    ),
+    (
+        "relay-tokio",
+        "tokio relay (e2e relay --tokio)",
+        Via::Relay(RelayLoop::Tokio),
+    ),
     ("proxy", "drainpipe proxy", Via::Proxy(&[])),
     (
         "clip",
@@ -1078,10 +1094,10 @@ fn latency_command(
     let mut command = match via {
         Via::Direct => return Some(clone_command(server)),
         Via::Session => return None,
-        Via::Relay => {
+        Via::Relay(how) => {
             let mut command =
                 std::process::Command::new(std::env::current_exe().expect("this binary"));
-            command.arg("relay");
+            command.arg("relay").args(how.flag());
             command
         }
         Via::Proxy(args) => {
@@ -1225,35 +1241,132 @@ fn burn() {
     }
 }
 
-/// `e2e relay <command…>`: starts the command and copies this process's
-/// stdin to its stdin and its stdout to this process's stdout, one thread
-/// per direction, blocking reads and writes, nothing looked at. The floor
-/// for a stdio proxy: what a process in the middle costs before it does
-/// any work (two more wake-ups per call).
-fn relay(command: &[String]) {
-    use std::io::{Read, Write};
-    let (program, args) = command.split_first().expect("e2e relay <command…>");
+/// How `e2e relay` waits for its two inputs.
+#[derive(Clone, Copy)]
+enum RelayLoop {
+    /// One thread per direction, blocking reads and writes.
+    Threads,
+    /// One thread waiting in `poll(2)` for either input, then blocking
+    /// reads and writes: an event loop with nothing else in it.
+    Poll,
+    /// A tokio runtime with two workers (as `drainpipe proxy` runs), one
+    /// task per direction copying through the reactor, the host's end read
+    /// and written as the proxy does (`proxy::host_stdin`, `host_stdout`).
+    Tokio,
+}
+
+impl RelayLoop {
+    /// `--poll`, `--tokio`, or the threads.
+    fn parse(args: &[String]) -> (RelayLoop, &[String]) {
+        match args.first().map(String::as_str) {
+            Some("--poll") => (RelayLoop::Poll, &args[1..]),
+            Some("--tokio") => (RelayLoop::Tokio, &args[1..]),
+            _ => (RelayLoop::Threads, args),
+        }
+    }
+
+    /// The option that selects it.
+    fn flag(self) -> Option<&'static str> {
+        match self {
+            RelayLoop::Threads => None,
+            RelayLoop::Poll => Some("--poll"),
+            RelayLoop::Tokio => Some("--tokio"),
+        }
+    }
+}
+
+/// `e2e relay [--poll | --tokio] <command…>`: starts the command and
+/// copies this process's stdin to its stdin and its stdout to this
+/// process's stdout, nothing looked at. The floor for a stdio proxy: what
+/// a process in the middle costs before it does any work (two more
+/// wake-ups per call), and with `--poll` and `--tokio` what waiting in an
+/// event loop adds to that.
+fn relay(args: &[String]) {
+    let (how, command) = RelayLoop::parse(args);
+    let (program, args) = command
+        .split_first()
+        .expect("e2e relay [--poll | --tokio] <command…>");
     let mut child = std::process::Command::new(program)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("the relayed command");
-    fn copy(mut from: impl Read, mut to: impl Write) {
-        let mut buf = vec![0u8; 64 << 10];
-        while let Ok(n) = from.read(&mut buf) {
-            if n == 0 || to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
-                break;
-            }
-        }
-    }
     let to_child = child.stdin.take().expect("stdin");
-    std::thread::spawn(move || copy(std::io::stdin().lock(), to_child));
-    copy(
-        child.stdout.take().expect("stdout"),
+    let from_child = child.stdout.take().expect("stdout");
+    match how {
+        RelayLoop::Threads => relay_threads(to_child, from_child),
+        RelayLoop::Poll => relay_poll(to_child, from_child),
+        // `main` runs in a runtime already: the relay's own starts on a
+        // thread outside it.
+        RelayLoop::Tokio => std::thread::spawn(move || relay_tokio(to_child, from_child))
+            .join()
+            .expect("the tokio relay"),
+    }
+    let _ = child.wait();
+}
+
+/// One read of `from` into `buf`, written to `to` whole: false once
+/// either side has ended.
+fn relay_copy(mut from: impl std::io::Read, mut to: impl std::io::Write, buf: &mut [u8]) -> bool {
+    match from.read(buf) {
+        Ok(n) if n > 0 => to.write_all(&buf[..n]).and_then(|()| to.flush()).is_ok(),
+        _ => false,
+    }
+}
+
+fn relay_threads(to_child: std::process::ChildStdin, from_child: std::process::ChildStdout) {
+    std::thread::spawn(move || {
+        let (mut input, mut to_child) = (std::io::stdin().lock(), to_child);
+        let mut buf = vec![0u8; 64 << 10];
+        while relay_copy(&mut input, &mut to_child, &mut buf) {}
+    });
+    let (mut from_child, mut out) = (from_child, std::io::stdout().lock());
+    let mut buf = vec![0u8; 64 << 10];
+    while relay_copy(&mut from_child, &mut out, &mut buf) {}
+}
+
+fn relay_poll(mut to_child: std::process::ChildStdin, mut from_child: std::process::ChildStdout) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let (stdin, mut input, mut out) = (
+        std::io::stdin(),
+        std::io::stdin().lock(),
         std::io::stdout().lock(),
     );
-    let _ = child.wait();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let mut fds = [
+            PollFd::new(stdin.as_fd(), PollFlags::POLLIN),
+            PollFd::new(from_child.as_fd(), PollFlags::POLLIN),
+        ];
+        if poll(&mut fds, PollTimeout::NONE).is_err() {
+            return;
+        }
+        let ready = fds.map(|fd| fd.any().unwrap_or(true));
+        if ready[0] && !relay_copy(&mut input, &mut to_child, &mut buf) {
+            return;
+        }
+        if ready[1] && !relay_copy(&mut from_child, &mut out, &mut buf) {
+            return;
+        }
+    }
+}
+
+fn relay_tokio(to_child: std::process::ChildStdin, from_child: std::process::ChildStdout) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let mut to_child = tokio::process::ChildStdin::from_std(to_child).expect("stdin");
+        let mut from_child = tokio::process::ChildStdout::from_std(from_child).expect("stdout");
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut drainpipe_host::proxy::host_stdin(), &mut to_child).await;
+        });
+        let _ = tokio::io::copy(&mut from_child, &mut drainpipe_host::proxy::host_stdout()).await;
+    });
 }
 
 /// What `e2e latency` runs: every comma-separated list option, and the
