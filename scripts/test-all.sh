@@ -13,8 +13,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each header says when its step began: where a run's time went, read
+# from its log alone.
 started=$SECONDS
+step() { printf '\n==> %s  [%ds]\n' "$*" "$((SECONDS - started))"; }
 
 # Disk: a cold run writes a few GB (target/, fuzz/target/, nightly, peers).
 # Incremental caches only help rebuilds, which a one-shot run never does.
