@@ -29,13 +29,14 @@
 //!                             reader; messages/s, MB/s, the share of the plain pipe's rate
 //!                             (medians of 5 interleaved rounds), and the proxy's peak RSS
 //! e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk]
-//!             [--paths direct,relay,relay-poll,relay-tokio,proxy,clip,sandbox,session,
+//!             [--paths direct,relay,relay-poll,relay-tokio,relay-framed,proxy,clip,sandbox,session,
 //!                     governor,ultra-lean] [--burners 0,2]
 //!                             CALLS (default 10000) sequential small `tools/call echo`
 //!                             round trips per path (N interleaved rounds, default 20),
 //!                             direct to the server, through a plain relay (`e2e relay`,
 //!                             two copying threads: the floor; `--poll`, one thread in
-//!                             poll(2); `--tokio`, a two-worker runtime), `drainpipe proxy` (plain,
+//!                             poll(2); `--tokio`, a two-worker runtime; `--framed`, the
+//!                             threads through the framer), `drainpipe proxy` (plain,
 //!                             --clip 64KiB, --sandbox), a guarded session and the rival
 //!                             proxies (`bash bench/rivals/setup.sh`), made by a raw Rust
 //!                             client and by the TypeScript SDK's client in Node.js,
@@ -384,7 +385,7 @@ async fn main() {
             otel_cost(calls, count).await;
         }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk] [--paths direct,relay,relay-poll,relay-tokio,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2] | e2e relay [--poll | --tokio] <command…> | e2e session-speed [COUNT] [block-on]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk] [--paths direct,relay,relay-poll,relay-tokio,relay-framed,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2] | e2e relay [--poll | --tokio | --framed] <command…> | e2e session-speed [COUNT] [block-on]"
         ),
     }
 }
@@ -1043,7 +1044,7 @@ enum Via {
 }
 
 /// Every path of the latency bench, by the name `--paths` takes.
-const LATENCY_PATHS: [(&str, &str, Via); 10] = [
+const LATENCY_PATHS: [(&str, &str, Via); 11] = [
     ("direct", "direct", Via::Direct),
     (
         "relay",
@@ -1059,6 +1060,11 @@ const LATENCY_PATHS: [(&str, &str, Via); 10] = [
         "relay-tokio",
         "tokio relay (e2e relay --tokio)",
         Via::Relay(RelayLoop::Tokio),
+    ),
+    (
+        "relay-framed",
+        "framing relay, two threads (e2e relay --framed)",
+        Via::Relay(RelayLoop::Framed),
     ),
     ("proxy", "drainpipe proxy", Via::Proxy(&[])),
     (
@@ -1249,6 +1255,11 @@ enum RelayLoop {
     /// One thread waiting in `poll(2)` for either input, then blocking
     /// reads and writes: an event loop with nothing else in it.
     Poll,
+    /// The threads, each read through the framer (`InPlaceFramer`, the
+    /// proxy's limits) and only its frames written on, gathered into one
+    /// write per read as the proxy does: what a proxy reading each
+    /// direction on a thread of its own would cost, routing aside.
+    Framed,
     /// A tokio runtime with two workers (as `drainpipe proxy` runs), one
     /// task per direction copying through the reactor, the host's end read
     /// and written as the proxy does (`proxy::host_stdin`, `host_stdout`).
@@ -1256,11 +1267,12 @@ enum RelayLoop {
 }
 
 impl RelayLoop {
-    /// `--poll`, `--tokio`, or the threads.
+    /// `--poll`, `--tokio`, `--framed`, or the threads.
     fn parse(args: &[String]) -> (RelayLoop, &[String]) {
         match args.first().map(String::as_str) {
             Some("--poll") => (RelayLoop::Poll, &args[1..]),
             Some("--tokio") => (RelayLoop::Tokio, &args[1..]),
+            Some("--framed") => (RelayLoop::Framed, &args[1..]),
             _ => (RelayLoop::Threads, args),
         }
     }
@@ -1271,21 +1283,22 @@ impl RelayLoop {
             RelayLoop::Threads => None,
             RelayLoop::Poll => Some("--poll"),
             RelayLoop::Tokio => Some("--tokio"),
+            RelayLoop::Framed => Some("--framed"),
         }
     }
 }
 
-/// `e2e relay [--poll | --tokio] <command…>`: starts the command and
-/// copies this process's stdin to its stdin and its stdout to this
-/// process's stdout, nothing looked at. The floor for a stdio proxy: what
-/// a process in the middle costs before it does any work (two more
-/// wake-ups per call), and with `--poll` and `--tokio` what waiting in an
-/// event loop adds to that.
+/// `e2e relay [--poll | --tokio | --framed] <command…>`: starts the
+/// command and copies this process's stdin to its stdin and its stdout to
+/// this process's stdout. The floor for a stdio proxy: what a process in
+/// the middle costs before it does any work (two more wake-ups per call);
+/// with `--poll` and `--tokio`, what waiting in an event loop adds to that;
+/// with `--framed`, what framing adds without one.
 fn relay(args: &[String]) {
     let (how, command) = RelayLoop::parse(args);
     let (program, args) = command
         .split_first()
-        .expect("e2e relay [--poll | --tokio] <command…>");
+        .expect("e2e relay [--poll | --tokio | --framed] <command…>");
     let mut child = std::process::Command::new(program)
         .args(args)
         .stdin(std::process::Stdio::piped())
@@ -1296,6 +1309,10 @@ fn relay(args: &[String]) {
     let from_child = child.stdout.take().expect("stdout");
     match how {
         RelayLoop::Threads => relay_threads(to_child, from_child),
+        RelayLoop::Framed => {
+            std::thread::spawn(move || relay_framed(std::io::stdin().lock(), to_child));
+            relay_framed(from_child, std::io::stdout().lock());
+        }
         RelayLoop::Poll => relay_poll(to_child, from_child),
         // `main` runs in a runtime already: the relay's own starts on a
         // thread outside it.
@@ -1324,6 +1341,30 @@ fn relay_threads(to_child: std::process::ChildStdin, from_child: std::process::C
     let (mut from_child, mut out) = (from_child, std::io::stdout().lock());
     let mut buf = vec![0u8; 64 << 10];
     while relay_copy(&mut from_child, &mut out, &mut buf) {}
+}
+
+/// Reads `from` through the framer until it ends, writing the frames of
+/// each read to `to` in one write.
+fn relay_framed(mut from: impl std::io::Read, mut to: impl std::io::Write) {
+    use drainpipe_framer::{Event, InPlaceFramer};
+    let mut framer = InPlaceFramer::new(Config::default(), 64 << 10);
+    let mut out = Vec::new();
+    loop {
+        let n = match from.read(framer.spare()) {
+            Ok(n) if n > 0 => n,
+            _ => return,
+        };
+        framer.filled(n, |event| {
+            if let Event::Frame(frame) = event {
+                out.extend_from_slice(frame.bytes);
+                out.push(b'\n');
+            }
+        });
+        if !out.is_empty() && to.write_all(&out).and_then(|()| to.flush()).is_err() {
+            return;
+        }
+        out.clear();
+    }
 }
 
 fn relay_poll(mut to_child: std::process::ChildStdin, mut from_child: std::process::ChildStdout) {
