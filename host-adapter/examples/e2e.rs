@@ -1308,11 +1308,8 @@ fn relay(args: &[String]) {
     let to_child = child.stdin.take().expect("stdin");
     let from_child = child.stdout.take().expect("stdout");
     match how {
-        RelayLoop::Threads => relay_threads(to_child, from_child),
-        RelayLoop::Framed => {
-            std::thread::spawn(move || relay_framed(std::io::stdin().lock(), to_child));
-            relay_framed(from_child, std::io::stdout().lock());
-        }
+        RelayLoop::Threads => relay_threads(to_child, from_child, relay_plain),
+        RelayLoop::Framed => relay_threads(to_child, from_child, relay_framed),
         RelayLoop::Poll => relay_poll(to_child, from_child),
         // `main` runs in a runtime already: the relay's own starts on a
         // thread outside it.
@@ -1332,20 +1329,26 @@ fn relay_copy(mut from: impl std::io::Read, mut to: impl std::io::Write, buf: &m
     }
 }
 
-fn relay_threads(to_child: std::process::ChildStdin, from_child: std::process::ChildStdout) {
-    std::thread::spawn(move || {
-        let (mut input, mut to_child) = (std::io::stdin().lock(), to_child);
-        let mut buf = vec![0u8; 64 << 10];
-        while relay_copy(&mut input, &mut to_child, &mut buf) {}
-    });
-    let (mut from_child, mut out) = (from_child, std::io::stdout().lock());
+/// One thread per direction, each running `direction` from its input to
+/// its output until either ends.
+fn relay_threads(
+    to_child: std::process::ChildStdin,
+    from_child: std::process::ChildStdout,
+    direction: fn(&mut dyn std::io::Read, &mut dyn std::io::Write),
+) {
+    std::thread::spawn(move || direction(&mut std::io::stdin().lock(), &mut { to_child }));
+    direction(&mut { from_child }, &mut std::io::stdout().lock());
+}
+
+/// Copies `from` to `to`, a read at a time, until either ends.
+fn relay_plain(from: &mut dyn std::io::Read, to: &mut dyn std::io::Write) {
     let mut buf = vec![0u8; 64 << 10];
-    while relay_copy(&mut from_child, &mut out, &mut buf) {}
+    while relay_copy(&mut *from, &mut *to, &mut buf) {}
 }
 
 /// Reads `from` through the framer until it ends, writing the frames of
 /// each read to `to` in one write.
-fn relay_framed(mut from: impl std::io::Read, mut to: impl std::io::Write) {
+fn relay_framed(from: &mut dyn std::io::Read, to: &mut dyn std::io::Write) {
     use drainpipe_framer::{Event, InPlaceFramer};
     let mut framer = InPlaceFramer::new(Config::default(), 64 << 10);
     let mut out = Vec::new();
