@@ -59,8 +59,15 @@ const EPOLLOUT: u32 = 0x4;
 /// epoll descriptor lists `tfd: N events: MASK`, hex), matched by the
 /// object `fd` links to, since the proxy registers duplicates.
 fn watched(pid: u32, fd: u32) -> Vec<u32> {
+    let target =
+        std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).expect("the descriptor's object");
+    watched_object(pid, &target)
+}
+
+/// What process `pid`'s pollers watch of `target` (what a descriptor
+/// links to, as `pipe:[N]`).
+fn watched_object(pid: u32, target: &std::path::Path) -> Vec<u32> {
     let link = |n: &str| std::fs::read_link(format!("/proc/{pid}/fd/{n}")).ok();
-    let target = link(&fd.to_string()).expect("the descriptor's object");
     let mut masks = Vec::new();
     for entry in std::fs::read_dir(format!("/proc/{pid}/fd"))
         .expect("the proxy's fds")
@@ -80,7 +87,7 @@ fn watched(pid: u32, fd: u32) -> Vec<u32> {
                 .skip_while(|w| *w != "events:")
                 .nth(1)
                 .expect("a mask");
-            if link(watched_fd).as_ref() == Some(&target) {
+            if link(watched_fd).as_deref() == Some(target) {
                 masks.push(u32::from_str_radix(mask, 16).expect("a hex mask"));
             }
         }
@@ -96,10 +103,11 @@ fn slice(task: &std::path::Path) -> Option<u64> {
     line.split_whitespace().last()?.parse().ok()
 }
 
-/// The proxy's runtime threads ask for a short slice (100 µs, Linux 6.12
-/// and later take it), so a woken proxy passes a message on before a busy
-/// neighbour's slice ends; the thread that starts the server does not, so
-/// the server keeps the scheduling it would have had without the proxy.
+/// The proxy's runtime threads and its two readers ask for a short slice
+/// (100 µs, Linux 6.12 and later take it), so a woken proxy passes a
+/// message on before a busy neighbour's slice ends; the thread that starts
+/// the server does not, so the server keeps the scheduling it would have
+/// had without the proxy.
 fn assert_slices(pid: u32) {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
     let mut version = release
@@ -112,22 +120,24 @@ fn assert_slices(pid: u32) {
         eprintln!("SKIP slices: kernel {release} takes no per-thread slice or does not show it");
         return;
     }
-    let mut workers = 0;
+    let (mut workers, mut readers) = (0, 0);
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))
         .expect("the proxy's threads")
         .flatten()
     {
         let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if name.trim() == "tokio-rt-worker" {
-            workers += 1;
-            assert_eq!(
-                slice(&task.path()),
-                Some(100_000),
-                "a runtime thread's slice"
-            );
+        let name = name.trim();
+        if name == "tokio-rt-worker" || name.starts_with("read-") {
+            workers += usize::from(name == "tokio-rt-worker");
+            readers += usize::from(name != "tokio-rt-worker");
+            assert_eq!(slice(&task.path()), Some(100_000), "thread {name}'s slice");
         }
     }
     assert!(workers > 0, "the proxy has runtime threads");
+    assert_eq!(
+        readers, 2,
+        "the proxy reads the host and the server on threads of their own"
+    );
     let children: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
         .expect("the proxy's threads")
         .flatten()
@@ -151,21 +161,41 @@ fn assert_slices(pid: u32) {
     }
 }
 
-/// The host's socket is read through the poller and sent to without it:
-/// registered for writing, the proxy's stdout would wake it each time the
-/// host reads an answer (the kernel signals the room freed), a wake-up per
-/// call on another core, for nothing.
-fn assert_polled_for_reading_only(pid: u32, when: &str) {
+/// The host's socket is read by a thread of its own in blocking reads and
+/// sent to without the poller; so is the server's stdin written. Registered
+/// for writing, either would wake a poller each time its reader takes a
+/// message (the kernel signals the room freed), a wake-up per call on
+/// another core, for nothing; polled for reading, the host's input would
+/// cost a hand-over from the poller's thread to the reader's.
+fn assert_not_polled(pid: u32, when: &str) {
     let stdin = watched(pid, 0);
     assert!(
-        !stdin.is_empty() && stdin.iter().all(|mask| mask & EPOLLOUT == 0),
-        "{when}: the host's input is polled for reading only: {stdin:x?}"
+        stdin.is_empty(),
+        "{when}: the host's input is not polled: {stdin:x?}"
     );
     let stdout = watched(pid, 1);
     assert!(
         stdout.is_empty(),
         "{when}: the host's output is not polled: {stdout:x?}"
     );
+    let mut servers = 0;
+    for list in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the proxy's threads")
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+    {
+        for child in list.split_whitespace() {
+            let stdin =
+                std::fs::read_link(format!("/proc/{child}/fd/0")).expect("the server's stdin");
+            let masks = watched_object(pid, &stdin);
+            assert!(
+                masks.iter().all(|mask| mask & EPOLLOUT == 0),
+                "{when}: the server's stdin is not polled for writing: {masks:x?}"
+            );
+            servers += 1;
+        }
+    }
+    assert!(servers > 0, "{when}: the proxy's server is listed");
 }
 
 /// `child`'s exit status, waited for at most `seconds` (then it is killed
@@ -217,7 +247,7 @@ async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
             assert!(line.contains(r#""id":0"#), "initialize answered: {line}");
             // Sequential small calls, then a burst written before any is read.
             calls_in_turn(writer, &mut reader, 1..=200);
-            assert_polled_for_reading_only(pid, "after sequential calls");
+            assert_not_polled(pid, "after sequential calls");
             assert_slices(pid);
             let burst: String = (201..=1200).map(|id| echo_call(id) + "\n").collect();
             let writing = std::thread::spawn({
@@ -250,7 +280,7 @@ async fn a_host_on_sockets_gets_every_answer_and_its_sockets_stay_blocking() {
             assert_eq!(line.len(), LARGE + 1, "the large answer whole, with its newline");
             assert!(line.contains(r#""id":2000"#), "the large answer's id");
             calls_in_turn(writer, &mut reader, 2001..=2050);
-            assert_polled_for_reading_only(pid, "after a wait for room");
+            assert_not_polled(pid, "after a wait for room");
             // Read and written through the reactor: no thread of tokio's
             // blocking pool (which names its threads as the workers) was
             // started to hand each read and write over.

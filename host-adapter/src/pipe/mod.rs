@@ -11,6 +11,8 @@
 //! - [`reader`]: the framing reader, over a `FramerBackend` (native or the
 //!   component), that never stops reading.
 //! - [`stdin`]: the one task that writes to a child's stdin (or any pipe).
+//! - [`lane`]: writing a batch straight to a pipe while its writer task is
+//!   idle, in order with what that task writes.
 //! - [`stderr`]: the drain that reads a child's stderr for as long as it is
 //!   open.
 //! - [`sys`]: what differs between platforms (process groups or jobs,
@@ -22,6 +24,7 @@
 
 pub(crate) mod in_flight;
 pub(crate) mod jsonrpc;
+pub(crate) mod lane;
 pub(crate) mod process;
 pub(crate) mod reader;
 pub(crate) mod stderr;

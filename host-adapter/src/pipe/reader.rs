@@ -9,11 +9,64 @@
 
 use std::future::Future;
 use std::io;
+use std::pin::Pin;
 
 use drainpipe_framer::{Event, InPlaceFramer};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::backend::{BackendError, FramerBackend};
+use crate::pipe::sys::{self, BlockingIn};
+
+/// Where a reader reads: a stream polled through the runtime, or a
+/// descriptor read in blocking calls on a thread of the reader's own.
+pub(crate) enum Source {
+    Reactor(Box<dyn AsyncRead + Unpin + Send>),
+    Blocking(BlockingIn),
+}
+
+/// The end of a reader started by [`start`].
+pub(crate) type Running = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Starts `read` (a reader's loop) on `source`: as a runtime task, or, for
+/// a blocking source, on a thread named `name` that waits in `read(2)`
+/// and runs everything the reader does between two reads (framing,
+/// routing, the direct write of the batch) without a hand-over to another
+/// thread. The returned future completes when the reader has ended. Needs
+/// a tokio runtime.
+pub(crate) fn start<F>(
+    source: Source,
+    name: &str,
+    read: impl FnOnce(Box<dyn AsyncRead + Unpin + Send>) -> F + Send + 'static,
+) -> io::Result<Running>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    match source {
+        Source::Reactor(input) => {
+            let task = tokio::spawn(read(input));
+            Ok(Box::pin(async move {
+                let _ = task.await;
+            }))
+        }
+        Source::Blocking(input) => {
+            let runtime = tokio::runtime::Handle::current();
+            // Dropped when the thread ends, whether or not it panicked.
+            let (ended, end) = tokio::sync::oneshot::channel::<()>();
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(move || {
+                    let _ended = ended;
+                    sys::wake_promptly();
+                    // The reader's own waits (room in a queue) are the
+                    // runtime's, polled here; its reads block this thread.
+                    runtime.block_on(read(Box::new(input)));
+                })?;
+            Ok(Box::pin(async move {
+                let _ = end.await;
+            }))
+        }
+    }
+}
 
 /// What a reader does with what it reads.
 pub(crate) trait Route {

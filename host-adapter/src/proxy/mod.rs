@@ -14,7 +14,18 @@
 //! Each direction is its own reader and writer, joined by a bounded queue, so
 //! a slow peer holds up only the direction that writes to it: a host that
 //! stops reading the proxy's stdout still reaches the server with
-//! `notifications/cancelled`. What the proxy writes itself (errors for
+//! `notifications/cancelled`.
+//!
+//! On unix, with a child server and this process's own stdio, each reader
+//! is a thread of its own waiting in a blocking read, and a batch skips the
+//! queue when the writer is idle and nothing is queued: the reader writes it
+//! straight to the other peer with a write that never waits, and what the
+//! pipe does not take at once is the writer's next write (`pipe::lane`). A
+//! small message then crosses the proxy on the one thread the kernel woke
+//! for it, as through a plain relay of two blocking threads; the runtime
+//! keeps every wait (a peer that does not read, the proxy's own answers,
+//! the spill store, shutdown). Anything else (a remote server, a terminal,
+//! Windows) is read and written by runtime tasks. What the proxy writes itself (errors for
 //! rejected messages) never waits: it is dropped and counted when there is no
 //! room. An oversize or malformed message is never forwarded; when its id is
 //! known, whoever waits for it gets a JSON-RPC error instead of a hang.
@@ -31,6 +42,7 @@
 //! gets [`ProxyConfig::shutdown`] to exit before SIGTERM and SIGKILL.
 
 mod batch;
+mod host;
 mod metrics;
 mod observe;
 mod queue;
@@ -54,11 +66,14 @@ use tokio_util::sync::CancellationToken;
 pub use crate::pipe::jsonrpc::{
     INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE, reason,
 };
+pub use host::{HostStdin, HostStdout};
 pub use metrics::{DirectionMetrics, ProxyMetrics};
 pub use sink::{SinkCloser, StderrSink};
 pub use spill::SpillConfig;
 
+use crate::pipe::lane::Lane;
 use crate::pipe::process::ShutdownTimeouts;
+use crate::pipe::reader::{self, Source};
 use crate::pipe::stderr::drain;
 use crate::pipe::stdin::{WriterEnd, write_lines};
 use crate::pipe::sys::{self, Stop};
@@ -149,16 +164,20 @@ impl ProxyOutcome {
     }
 }
 
-/// This process's stdin, as the proxy's host input: read through the
-/// runtime's reactor where the platform allows it, else on a blocking
-/// thread. Needs a tokio runtime.
-pub fn host_stdin() -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
-    sys::own_stdin()
+/// This process's stdin, as the proxy's host input. Given to [`run`] on
+/// unix, a pipe, a stream socket or a file is read on a thread of the
+/// proxy's own in blocking calls; read as a stream, it is read through the
+/// runtime's reactor where the platform allows it, else on tokio's
+/// blocking thread. Needs a tokio runtime.
+pub fn host_stdin() -> HostStdin {
+    HostStdin::new()
 }
 
-/// This process's stdout, as the proxy's host output (see [`host_stdin`]).
-pub fn host_stdout() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
-    sys::own_stdout()
+/// This process's stdout, as the proxy's host output (see [`host_stdin`]):
+/// given to [`run`], the server's reader writes to it directly while its
+/// writer is idle, where a write to it never waits.
+pub fn host_stdout() -> HostStdout {
+    HostStdout::new()
 }
 
 /// For each thread of the proxy's runtime (`on_thread_start`): asks the
@@ -203,9 +222,15 @@ pub async fn run(
     stop: CancellationToken,
 ) -> io::Result<ProxyOutcome> {
     let spawned = process::spawn(command)?;
+    let (input, input_raw) = sys::child_input(spawned.stdin);
+    let output = match sys::child_output(spawned.stdout) {
+        Ok(blocking) => Source::Blocking(blocking),
+        Err(stdout) => Source::Reactor(Box::new(stdout)),
+    };
     let server = ServerEnd {
-        input: Box::new(spawned.stdin),
-        output: Box::new(spawned.stdout),
+        input,
+        input_raw,
+        output,
         stderr: Some(spawned.stderr),
         failures: None,
         remote: None,
@@ -234,7 +259,8 @@ pub async fn run_remote(
         crate::remote::connect(remote, config.framer, config.clip.is_some(), sink.clone())?;
     let server = ServerEnd {
         input: Box::new(connection.input),
-        output: Box::new(connection.output),
+        input_raw: None,
+        output: Source::Reactor(Box::new(connection.output)),
         stderr: None,
         failures: Some(connection.failures),
         remote: Some(connection.peer),
@@ -247,7 +273,11 @@ pub async fn run_remote(
 /// bridge's two line streams.
 struct ServerEnd {
     input: Box<dyn AsyncWrite + Unpin + Send>,
-    output: Box<dyn AsyncRead + Unpin + Send>,
+    /// `input`'s descriptor, if a write to it never waits (a child's stdin
+    /// on unix): the host's reader then writes to it while its writer is
+    /// idle.
+    input_raw: Option<sys::RawOut>,
+    output: Source,
     stderr: Option<tokio::process::ChildStderr>,
     /// Requests the server's transport failed (the remote bridge): each is
     /// answered with its error if still waiting.
@@ -353,8 +383,10 @@ async fn serve(
     let control = spawned.control;
     let metrics = Arc::new(Mutex::new(ProxyMetrics::default()));
     let in_flight = Arc::new(Mutex::new(InFlight::default()));
-    let (to_server, to_server_rx) = queue::queue(config.queue_bytes);
-    let (to_host, to_host_rx) = queue::queue(config.queue_bytes);
+    let server_lane = spawned.input_raw.map(Lane::new);
+    let host_lane = host::raw_output(&host_out).map(Lane::new);
+    let (to_server, to_server_rx) = queue::queue(config.queue_bytes, server_lane.clone());
+    let (to_host, to_host_rx) = queue::queue(config.queue_bytes, host_lane.clone());
     let (server_replies, server_replies_rx) = mpsc::channel(config.reply_queue.max(1));
     let (host_replies, host_replies_rx) = mpsc::channel(config.reply_queue.max(1));
     let store = match (config.clip, config.spill) {
@@ -437,18 +469,14 @@ async fn serve(
     let close_server_stdin = CancellationToken::new();
     let host_eof = CancellationToken::new();
     let host_done = host_eof.clone();
-    tokio::spawn(async move {
-        host_reader.run(host_in).await;
-        host_done.cancel();
-    });
     let server_writer = tokio::spawn(write_lines(
         spawned.input,
         to_server_rx,
         Some(server_replies_rx),
         close_server_stdin.clone(),
         WriterEnd::FramesClosed,
+        server_lane,
     ));
-    let server_output = tokio::spawn(server_reader.run(spawned.output));
     let finish_host = CancellationToken::new();
     let host_writer = tokio::spawn(write_lines(
         host_out,
@@ -456,7 +484,32 @@ async fn serve(
         Some(host_replies_rx),
         CancellationToken::new(),
         WriterEnd::Finish(finish_host.clone()),
+        host_lane,
     ));
+    let readers = reader::start(host::source(host_in), "read-host", |input| {
+        host_reader.run(input)
+    })
+    .and_then(|host_reading| {
+        let server_output = reader::start(spawned.output, "read-server", |input| {
+            server_reader.run(input)
+        })?;
+        Ok((host_reading, server_output))
+    });
+    let (host_reading, server_output) = match readers {
+        Ok(readers) => readers,
+        Err(error) => {
+            // No thread for a reader: the server is ended, as at a stop.
+            sink.line(&format!("could not start the proxy's readers: {error}"));
+            control.terminate();
+            close_server_stdin.cancel();
+            control.stop(config.shutdown).await;
+            return Err(error);
+        }
+    };
+    tokio::spawn(async move {
+        host_reading.await;
+        host_done.cancel();
+    });
     if let Some(failures) = spawned.failures {
         tokio::spawn(answer_failures(
             failures,

@@ -289,6 +289,7 @@ impl Session {
             None,
             shared.close_stdin.clone(),
             WriterEnd::FramesClosed,
+            None,
         ));
         let stderr = tokio::spawn(stderr::run(
             spawned.stderr,

@@ -14,6 +14,9 @@
 //!
 //! - This process's own stdin and stdout (the host's end of the proxy),
 //!   and the requests to stop it (signals, console events).
+//! - Reading a pipe in blocking calls on a thread of its own
+//!   ([`BlockingIn`]) and writing one without waiting beside the task that
+//!   owns it ([`RawOut`]): unix only; on Windows neither is ever made.
 //! - Whether trees die with drainpipe by themselves
 //!   ([`JOBS_DIE_WITH_OWNER`]), or need the orphan guard.
 //!
@@ -34,6 +37,7 @@ use windows as imp;
 pub(crate) use imp::JOBS_DIE_WITH_OWNER;
 #[cfg(feature = "remote")]
 pub(crate) use imp::exit_status_of;
+pub(crate) use imp::{BlockingIn, RawOut, child_input, child_output, own_stdin_blocking};
 pub(crate) use imp::{Group, exit_signal, kill_process, lead_new_group, lead_new_group_std};
 pub(crate) use imp::{ProcessEntry, process_table};
 pub(crate) use imp::{create_private_dir, create_private_file, owned_by_me, process_exists};

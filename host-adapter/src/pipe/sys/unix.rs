@@ -15,7 +15,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::{Reached, Stop};
-use stdio::{DirectFile, SocketIn, SocketOut};
+pub(crate) use stdio::{BlockingIn, RawOut};
+use stdio::{DirectFile, QuietOut, SocketIn};
 
 // The process table is read differently on each unix.
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -203,20 +204,79 @@ pub(crate) fn own_stdin() -> Box<dyn AsyncRead + Unpin + Send> {
 /// through the reactor, a file or `/dev/null` in place, without the
 /// blocking thread tokio's `stdout` hands every write to (a round trip per
 /// write, which held the proxy to half the pipe's pace); a terminal keeps
-/// that thread.
-pub(crate) fn own_stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
-    if let Some(fd) = private_pipe(1, true)
-        && let Ok(pipe) = tokio::net::unix::pipe::Sender::from_owned_fd(fd)
-    {
-        return Box::new(pipe);
+/// that thread. With it, the descriptor as a [`RawOut`] when a write to it
+/// never waits: the writer returned owns it.
+pub(crate) fn own_stdout() -> (Box<dyn AsyncWrite + Unpin + Send>, Option<RawOut>) {
+    // Opened non-blocking, a description of the proxy's own.
+    if let Some(fd) = private_pipe(1, true) {
+        let (pipe, raw) = QuietOut::pipe(fd);
+        return (Box::new(pipe), Some(raw));
     }
-    if let Some(socket) = SocketOut::of(std::io::stdout().as_fd()) {
-        return Box::new(socket);
+    if let Some((socket, raw)) = QuietOut::of(std::io::stdout().as_fd()) {
+        return (Box::new(socket), Some(raw));
     }
     if let Some(file) = DirectFile::of(std::io::stdout().as_fd(), true) {
-        return Box::new(file);
+        let raw = RawOut::of(file.as_fd());
+        return (Box::new(file), raw);
     }
-    Box::new(tokio::io::stdout())
+    (Box::new(tokio::io::stdout()), None)
+}
+
+/// This process's stdin for a reader on a thread of its own (see
+/// [`BlockingIn`]): a pipe, a stream socket or a regular file; `None` for
+/// anything else (a terminal), which [`own_stdin`] reads.
+pub(crate) fn own_stdin_blocking() -> Option<BlockingIn> {
+    use std::os::unix::fs::FileTypeExt;
+    let stdin = std::io::stdin();
+    let fd = stdin.as_fd().try_clone_to_owned().ok()?;
+    let kind = fs::File::from(fd.try_clone().ok()?)
+        .metadata()
+        .ok()?
+        .file_type();
+    (kind.is_fifo() || kind.is_socket() || kind.is_file()).then(|| BlockingIn::new(fd))
+}
+
+/// A child's stdout for a reader on a thread of its own: the same pipe
+/// out of the reactor, blocking again (its description is the proxy's
+/// alone); the stdout back if that cannot be done.
+pub(crate) fn child_output(
+    stdout: tokio::process::ChildStdout,
+) -> Result<BlockingIn, tokio::process::ChildStdout> {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let Ok(fd) = stdout.as_fd().try_clone_to_owned() else {
+        return Err(stdout);
+    };
+    let Ok(flags) = fcntl(&fd, FcntlArg::F_GETFL) else {
+        return Err(stdout);
+    };
+    let blocking = OFlag::from_bits_truncate(flags) - OFlag::O_NONBLOCK;
+    if fcntl(&fd, FcntlArg::F_SETFL(blocking)).is_err() {
+        return Err(stdout);
+    }
+    // The reactor's copy goes; the duplicate is the only one left.
+    drop(stdout);
+    Ok(BlockingIn::new(fd))
+}
+
+/// A child's stdin, written without the reactor unless a write must wait
+/// (see [`QuietOut`]), and written without waiting beside its writer task
+/// ([`RawOut`]); as it was if that cannot be done.
+pub(crate) fn child_input(
+    stdin: tokio::process::ChildStdin,
+) -> (Box<dyn AsyncWrite + Unpin + Send>, Option<RawOut>) {
+    // The reactor made the description non-blocking; it is the proxy's
+    // alone (the child holds the other end).
+    let quiet = RawOut::of(stdin.as_fd()).is_some_and(|raw| !raw.is_socket());
+    let Some(fd) = quiet
+        .then(|| stdin.as_fd().try_clone_to_owned().ok())
+        .flatten()
+    else {
+        return (Box::new(stdin), None);
+    };
+    // The reactor's copy goes; the duplicate is the only one left.
+    drop(stdin);
+    let (pipe, raw) = QuietOut::pipe(fd);
+    (Box::new(pipe), Some(raw))
 }
 
 /// If descriptor `fd` of this process is a pipe, the same pipe opened anew

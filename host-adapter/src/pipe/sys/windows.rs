@@ -227,8 +227,50 @@ pub(crate) fn own_stdin() -> Box<dyn AsyncRead + Unpin + Send> {
 }
 
 /// This process's stdout, written on a blocking thread of its own.
-pub(crate) fn own_stdout() -> Box<dyn AsyncWrite + Unpin + Send> {
-    Box::new(tokio::io::stdout())
+pub(crate) fn own_stdout() -> (Box<dyn AsyncWrite + Unpin + Send>, Option<RawOut>) {
+    (Box::new(tokio::io::stdout()), None)
+}
+
+/// Never made on Windows: every pipe is read through the runtime.
+pub(crate) enum BlockingIn {}
+
+impl AsyncRead for BlockingIn {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        match *self {}
+    }
+}
+
+/// Never made on Windows: every pipe is written by its writer task alone.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RawOut {}
+
+impl RawOut {
+    pub(crate) fn try_write(&self, _: &[u8]) -> io::Result<usize> {
+        match *self {}
+    }
+}
+
+/// Windows: stdin is read through the runtime.
+pub(crate) fn own_stdin_blocking() -> Option<BlockingIn> {
+    None
+}
+
+/// Windows: a child's stdout stays on the runtime.
+pub(crate) fn child_output(
+    stdout: tokio::process::ChildStdout,
+) -> Result<BlockingIn, tokio::process::ChildStdout> {
+    Err(stdout)
+}
+
+/// Windows: a child's stdin is written by its writer task alone.
+pub(crate) fn child_input(
+    stdin: tokio::process::ChildStdin,
+) -> (Box<dyn AsyncWrite + Unpin + Send>, Option<RawOut>) {
+    (Box::new(stdin), None)
 }
 
 /// Nothing to ask: Windows takes no per-thread scheduler slice.

@@ -1,5 +1,8 @@
-//! This process's stdin and stdout when they are not pipes (`unix.rs`
-//! reopens a pipe for the reactor): a stream socket, or a file.
+//! The proxy's descriptors outside tokio's own types: this process's stdin
+//! and stdout when they are a stream socket or a file, every pipe written
+//! without the reactor until a write must wait ([`QuietOut`]), and the
+//! blocking reads and never-waiting writes of the proxy's reader threads
+//! ([`BlockingIn`], [`RawOut`]).
 //!
 //! A stream socket is what Node.js (libuv) gives a child for each `"pipe"`
 //! of its stdio, so every host on the TypeScript SDK's
@@ -7,12 +10,13 @@
 //! `MSG_DONTWAIT`: it never waits, while the socket's open file description
 //! (shared with whoever else holds it: a shell around the proxy, stderr
 //! pointed at the same socket) keeps its blocking mode. Stdin waits for
-//! data on the runtime's reactor; stdout is sent to straight and joins the
-//! reactor only while the host's buffer is full (see [`SocketOut`]). Left
-//! to tokio's `stdin`/`stdout` instead, every read and every write is
-//! handed to a blocking thread and back: two more thread wake-ups per
-//! message on a machine whose cores the host and the server also want,
-//! which is what made the proxy's slowest small calls slow.
+//! data on the runtime's reactor (when it is not read on a thread of its
+//! own); stdout is sent to straight and joins the reactor only while the
+//! host's buffer is full (see [`QuietOut`]). Left to tokio's
+//! `stdin`/`stdout` instead, every read and every write is handed to a
+//! blocking thread and back: two more thread wake-ups per message on a
+//! machine whose cores the host and the server also want, which is what
+//! made the proxy's slowest small calls slow.
 //!
 //! A regular file, or a device that is not a terminal (`/dev/null`), never
 //! waits for another process: it is read or written in place, on the
@@ -22,7 +26,7 @@
 use std::fs::File;
 use std::io;
 use std::io::{IsTerminal, Read, Write};
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -39,19 +43,21 @@ pub(crate) struct SocketIn {
     fd: AsyncFd<OwnedFd>,
 }
 
-/// This process's stdout as a stream socket. It is on the reactor only
-/// while a send would wait: registered for writing, a socket wakes its
-/// poller each time the host reads (the kernel signals the room freed),
-/// which for a small answer is one more wake-up of the proxy per call, on
-/// another core, for nothing. A send that finds room never asks.
-pub(crate) struct SocketOut {
+/// A pipe or a stream socket written without waiting (this process's
+/// stdout, a child's stdin). It is on the reactor only while a write would
+/// wait: registered for writing, a pipe or a socket wakes its poller each
+/// time the peer reads (the kernel signals the room freed), which for a
+/// small message is one more wake-up of the proxy per call, on another
+/// core, for nothing. A write that finds room never asks.
+pub(crate) struct QuietOut {
     state: Option<Out>,
+    raw: RawOut,
 }
 
 enum Out {
-    /// Not registered: sends go straight to the socket.
+    /// Not registered: writes go straight to the descriptor.
     Free(OwnedFd),
-    /// A send found the buffer full: registered until one finds room.
+    /// A write found the buffer full: registered until one finds room.
     Waiting(AsyncFd<OwnedFd>),
 }
 
@@ -83,12 +89,34 @@ impl SocketIn {
     }
 }
 
-impl SocketOut {
-    /// Stdout as a [`SocketOut`], if it is a stream socket.
-    pub(crate) fn of(fd: BorrowedFd<'_>) -> Option<SocketOut> {
-        Some(SocketOut {
-            state: Some(Out::Free(stream_socket(fd)?)),
-        })
+impl QuietOut {
+    /// Stdout as a [`QuietOut`], if it is a stream socket, and the same
+    /// socket as a [`RawOut`] (owned by the `QuietOut`).
+    pub(crate) fn of(fd: BorrowedFd<'_>) -> Option<(QuietOut, RawOut)> {
+        let fd = stream_socket(fd)?;
+        let raw = RawOut {
+            fd: fd.as_raw_fd(),
+            socket: true,
+        };
+        let out = QuietOut {
+            state: Some(Out::Free(fd)),
+            raw,
+        };
+        Some((out, raw))
+    }
+
+    /// `fd`, a pipe with a non-blocking description the proxy alone
+    /// holds, and the same pipe as a [`RawOut`] (owned by the `QuietOut`).
+    pub(crate) fn pipe(fd: OwnedFd) -> (QuietOut, RawOut) {
+        let raw = RawOut {
+            fd: fd.as_raw_fd(),
+            socket: false,
+        };
+        let out = QuietOut {
+            state: Some(Out::Free(fd)),
+            raw,
+        };
+        (out, raw)
     }
 }
 
@@ -147,14 +175,19 @@ enum WaitedSend {
     Failed(io::Error),
 }
 
-fn send_when_ready(waiting: &AsyncFd<OwnedFd>, cx: &mut Context<'_>, bytes: &[u8]) -> WaitedSend {
+fn send_when_ready(
+    waiting: &AsyncFd<OwnedFd>,
+    raw: RawOut,
+    cx: &mut Context<'_>,
+    bytes: &[u8],
+) -> WaitedSend {
     let mut ready = match waiting.poll_write_ready(cx) {
         Poll::Pending => return WaitedSend::Pending,
         Poll::Ready(Err(error)) => return WaitedSend::Failed(error),
         Poll::Ready(Ok(ready)) => ready,
     };
-    let sent =
-        ready.try_io(|fd| send(fd.as_raw_fd(), bytes, send_flags()).map_err(io::Error::from));
+    // The descriptor is the one `raw` names, held open by `waiting`.
+    let sent = ready.try_io(|_| raw.try_write(bytes));
     match sent {
         Ok(Ok(n)) if n < bytes.len() => {
             ready.clear_ready();
@@ -167,7 +200,7 @@ fn send_when_ready(waiting: &AsyncFd<OwnedFd>, cx: &mut Context<'_>, bytes: &[u8
     }
 }
 
-impl AsyncWrite for SocketOut {
+impl AsyncWrite for QuietOut {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -175,22 +208,24 @@ impl AsyncWrite for SocketOut {
     ) -> Poll<io::Result<usize>> {
         loop {
             match self.state.take() {
-                Some(Out::Free(fd)) => match send(fd.as_raw_fd(), bytes, send_flags()) {
-                    Err(Errno::EAGAIN) => match register(fd, Interest::WRITABLE) {
-                        Ok(waiting) => self.state = Some(Out::Waiting(waiting)),
-                        Err((fd, error)) => {
-                            self.state = Some(Out::Free(fd));
-                            return Poll::Ready(Err(error));
+                // The descriptor is the one `raw` names, held open here.
+                Some(Out::Free(fd)) => match self.raw.try_write(bytes) {
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                        match register(fd, Interest::WRITABLE) {
+                            Ok(waiting) => self.state = Some(Out::Waiting(waiting)),
+                            Err((fd, error)) => {
+                                self.state = Some(Out::Free(fd));
+                                return Poll::Ready(Err(error));
+                            }
                         }
-                    },
-                    Err(Errno::EINTR) => self.state = Some(Out::Free(fd)),
+                    }
                     sent => {
                         self.state = Some(Out::Free(fd));
-                        return Poll::Ready(sent.map_err(io::Error::from));
+                        return Poll::Ready(sent);
                     }
                 },
                 Some(Out::Waiting(waiting)) => {
-                    let sent = send_when_ready(&waiting, cx, bytes);
+                    let sent = send_when_ready(&waiting, self.raw, cx, bytes);
                     self.state = Some(match sent {
                         // Room again: off the reactor until a send waits.
                         WaitedSend::All(_) => Out::Free(waiting.into_inner()),
@@ -244,6 +279,12 @@ impl DirectFile {
     }
 }
 
+impl AsFd for DirectFile {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+}
+
 impl AsyncRead for DirectFile {
     fn poll_read(
         mut self: Pin<&mut Self>,
@@ -271,5 +312,129 @@ impl AsyncWrite for DirectFile {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         self.poll_flush(cx)
+    }
+}
+
+/// A descriptor read in blocking calls, on a thread of its own (a proxy
+/// direction's reader, see `pipe::reader::Source`): a child's stdout, or
+/// this process's stdin when it is a pipe, a stream socket or a file.
+///
+/// A reader waiting in `read(2)` is woken by the kernel straight into its
+/// read; one waiting on the reactor is woken there first and then runs the
+/// read, a second hand-over on a machine whose cores the host and the
+/// server want too (BENCHMARKS.md, "four relays"). Polled as an
+/// `AsyncRead`, every read completes or fails before it returns: it is
+/// only ever polled on that thread, never on a runtime worker.
+pub(crate) struct BlockingIn {
+    fd: OwnedFd,
+}
+
+impl BlockingIn {
+    /// Reads `fd`, which may be shared with other processes: its mode is
+    /// left as it is, and a description somebody else made non-blocking is
+    /// waited on with `poll(2)`.
+    pub(crate) fn new(fd: OwnedFd) -> BlockingIn {
+        BlockingIn { fd }
+    }
+
+    /// Waits until `fd` has something to read (or its end).
+    fn wait_readable(&self) -> io::Result<()> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        loop {
+            let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Err(Errno::EINTR) => continue,
+                waited => return waited.map(drop).map_err(io::Error::from),
+            }
+        }
+    }
+}
+
+impl AsyncRead for BlockingIn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let room = buf.initialize_unfilled();
+        loop {
+            match nix::unistd::read(&self.fd, room) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(Errno::EINTR) => {}
+                Err(Errno::EAGAIN) => self.wait_readable()?,
+                Err(error) => return Poll::Ready(Err(error.into())),
+            }
+        }
+    }
+}
+
+/// An output descriptor written without waiting, beside the writer task
+/// that owns it (`pipe::lane::Lane`). It does not own the descriptor: the
+/// lane writes through it only while the owner has not closed it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawOut {
+    fd: RawFd,
+    /// Sent to with `MSG_DONTWAIT`: a socket whose description is shared
+    /// and blocking (what Node gives a child).
+    socket: bool,
+}
+
+impl RawOut {
+    /// `fd`, if a write to it can never wait: a non-blocking description,
+    /// a stream socket (sent to with `MSG_DONTWAIT`), a regular file or a
+    /// device that is not a terminal.
+    pub(crate) fn of(fd: BorrowedFd<'_>) -> Option<RawOut> {
+        use nix::fcntl::{FcntlArg, OFlag, fcntl};
+        let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).ok()?);
+        let raw = fd.as_raw_fd();
+        if flags.contains(OFlag::O_NONBLOCK) {
+            return Some(RawOut {
+                fd: raw,
+                socket: false,
+            });
+        }
+        if getsockopt(&fd, sockopt::SockType).ok() == Some(SockType::Stream) {
+            return Some(RawOut {
+                fd: raw,
+                socket: true,
+            });
+        }
+        let file = File::from(fd.try_clone_to_owned().ok()?);
+        let kind = file.metadata().ok()?.file_type();
+        let never_waits = kind.is_file() || (kind.is_char_device() && !file.is_terminal());
+        never_waits.then_some(RawOut {
+            fd: raw,
+            socket: false,
+        })
+    }
+
+    /// Whether it is sent to as a socket.
+    pub(crate) fn is_socket(&self) -> bool {
+        self.socket
+    }
+
+    /// Writes what fits now; `WouldBlock` if nothing does.
+    ///
+    /// The caller guarantees the descriptor is still open (the lane's lock,
+    /// which its owner takes to close it).
+    pub(crate) fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        loop {
+            let written = if self.socket {
+                send(self.fd, bytes, send_flags())
+            } else {
+                // SAFETY: open for as long as the caller holds the lane's
+                // lock (see above); borrowed for this call only.
+                #[allow(unsafe_code)]
+                let fd = unsafe { BorrowedFd::borrow_raw(self.fd) };
+                nix::unistd::write(fd, bytes)
+            };
+            match written {
+                Err(Errno::EINTR) => {}
+                written => return written.map_err(io::Error::from),
+            }
+        }
     }
 }
