@@ -162,16 +162,28 @@ mod tests {
         assert_eq!(&got, b"a\n");
 
         // Not asked to, or something queued ahead: queued, in order.
-        assert!(matches!(lane.write_now(b"b\n".to_vec(), false), Direct::Queue(_)));
-        assert!(matches!(lane.write_now(b"c\n".to_vec(), true), Direct::Queue(_)));
+        assert!(matches!(
+            lane.write_now(b"b\n".to_vec(), false),
+            Direct::Queue(_)
+        ));
+        assert!(matches!(
+            lane.write_now(b"c\n".to_vec(), true),
+            Direct::Queue(_)
+        ));
         lane.dequeued();
-        assert!(matches!(lane.write_now(b"d\n".to_vec(), true), Direct::Queue(_)));
+        assert!(matches!(
+            lane.write_now(b"d\n".to_vec(), true),
+            Direct::Queue(_)
+        ));
         lane.dequeued();
         lane.dequeued();
 
         // The writer busy: queued; idle again: direct.
         assert_eq!(lane.begin(), None);
-        assert!(matches!(lane.write_now(b"e\n".to_vec(), true), Direct::Queue(_)));
+        assert!(matches!(
+            lane.write_now(b"e\n".to_vec(), true),
+            Direct::Queue(_)
+        ));
         lane.end();
         lane.dequeued();
 
@@ -179,13 +191,20 @@ mod tests {
         // writer's next write, and nothing overtakes it.
         let large: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
         assert!(matches!(lane.write_now(large.clone(), true), Direct::Done(b) if b.is_empty()));
-        assert!(matches!(lane.write_now(b"f\n".to_vec(), true), Direct::Queue(_)));
+        assert!(matches!(
+            lane.write_now(b"f\n".to_vec(), true),
+            Direct::Queue(_)
+        ));
         let rest = lane.begin().expect("the rest of the large write");
         assert!(!rest.is_empty() && rest.len() < large.len());
         let taken = large.len() - rest.len();
         let mut first = vec![0u8; taken];
         reader.read_exact(&mut first).expect("what the pipe took");
-        assert_eq!(first, large[..taken], "the pipe holds the start of the large write");
+        assert_eq!(
+            first,
+            large[..taken],
+            "the pipe holds the start of the large write"
+        );
         assert_eq!(rest, large[taken..], "the rest is the rest, whole");
         assert_eq!(lane.begin(), None, "the rest is handed over once");
         lane.end();
@@ -193,6 +212,9 @@ mod tests {
         // Closed: nobody writes through it any more.
         lane.dequeued();
         lane.close();
-        assert!(matches!(lane.write_now(b"g\n".to_vec(), true), Direct::Queue(_)));
+        assert!(matches!(
+            lane.write_now(b"g\n".to_vec(), true),
+            Direct::Queue(_)
+        ));
     }
 }
