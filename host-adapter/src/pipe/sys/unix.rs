@@ -227,13 +227,9 @@ pub(crate) fn own_stdout() -> (Box<dyn AsyncWrite + Unpin + Send>, Option<RawOut
 /// anything else (a terminal), which [`own_stdin`] reads.
 pub(crate) fn own_stdin_blocking() -> Option<BlockingIn> {
     use std::os::unix::fs::FileTypeExt;
-    let stdin = std::io::stdin();
-    let fd = stdin.as_fd().try_clone_to_owned().ok()?;
-    let kind = fs::File::from(fd.try_clone().ok()?)
-        .metadata()
-        .ok()?
-        .file_type();
-    (kind.is_fifo() || kind.is_socket() || kind.is_file()).then(|| BlockingIn::new(fd))
+    let stdin = fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
+    let kind = stdin.metadata().ok()?.file_type();
+    (kind.is_fifo() || kind.is_socket() || kind.is_file()).then(|| BlockingIn::new(stdin.into()))
 }
 
 /// A child's stdout for a reader on a thread of its own: the same pipe

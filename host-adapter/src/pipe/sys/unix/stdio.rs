@@ -93,24 +93,19 @@ impl QuietOut {
     /// Stdout as a [`QuietOut`], if it is a stream socket, and the same
     /// socket as a [`RawOut`] (owned by the `QuietOut`).
     pub(crate) fn of(fd: BorrowedFd<'_>) -> Option<(QuietOut, RawOut)> {
-        let fd = stream_socket(fd)?;
-        let raw = RawOut {
-            fd: fd.as_raw_fd(),
-            socket: true,
-        };
-        let out = QuietOut {
-            state: Some(Out::Free(fd)),
-            raw,
-        };
-        Some((out, raw))
+        Some(QuietOut::owning(stream_socket(fd)?, true))
     }
 
     /// `fd`, a pipe with a non-blocking description the proxy alone
     /// holds, and the same pipe as a [`RawOut`] (owned by the `QuietOut`).
     pub(crate) fn pipe(fd: OwnedFd) -> (QuietOut, RawOut) {
+        QuietOut::owning(fd, false)
+    }
+
+    fn owning(fd: OwnedFd, socket: bool) -> (QuietOut, RawOut) {
         let raw = RawOut {
             fd: fd.as_raw_fd(),
-            socket: false,
+            socket,
         };
         let out = QuietOut {
             state: Some(Out::Free(fd)),
