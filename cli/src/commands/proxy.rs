@@ -111,15 +111,55 @@ pub(crate) struct ProxyArgs {
     idle_timeout: Duration,
     /// With --url: authorize with OAuth as MCP specifies (discovery,
     /// dynamic client registration, authorization code with PKCE in the
-    /// browser, refresh). Without it OAuth still starts when the server
-    /// answers 401 with `WWW-Authenticate: Bearer resource_metadata=…`,
-    /// unless an `Authorization` header is given. The URL to approve is
+    /// browser, refresh, step-up) and fail at start if tokens cannot be
+    /// stored. Without it OAuth still starts on any 401 unless an
+    /// `Authorization` header or --no-oauth is given. The URL to approve is
     /// printed to stderr (and opened in a browser unless
     /// DRAINPIPE_NO_BROWSER is set or there is no display); tokens are
     /// stored for the next run, private to the user (see --oauth-dir).
     #[cfg(feature = "remote")]
-    #[arg(long, requires = "url")]
+    #[arg(long, requires = "url", conflicts_with = "no_oauth")]
     oauth: bool,
+    /// With --url: never authorize with OAuth; a 401 is an error for its
+    /// request.
+    #[cfg(feature = "remote")]
+    #[arg(long, requires = "url")]
+    no_oauth: bool,
+    /// With --url: the OAuth client id of a client registered with the
+    /// authorization server beforehand (servers without dynamic
+    /// registration, such as GitHub's). `${NAME}` is read from the
+    /// environment.
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "ID", requires = "url")]
+    oauth_client_id: Option<String>,
+    /// With --url: that client's secret; write `${NAME}` to read it from
+    /// the environment, so it stays out of the host's configuration file.
+    /// Never logged.
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "SECRET", requires = "oauth_client_id")]
+    oauth_client_secret: Option<String>,
+    /// With --url: the URL of this client's metadata document, used as its
+    /// client id where the authorization server supports Client ID
+    /// Metadata Documents (no registration then).
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "URL", requires = "url")]
+    oauth_client_metadata_url: Option<String>,
+    /// With --url: the scopes to ask for (space-separated) instead of those
+    /// the server suggests.
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "SCOPES", requires = "url")]
+    oauth_scope: Option<String>,
+    /// With --url: the `resource` to ask tokens for (RFC 8707) instead of
+    /// the one the server's metadata names.
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "URI", requires = "url")]
+    oauth_resource: Option<String>,
+    /// With --url: one more parameter of the authorization request
+    /// (`access_type=offline`); repeat for more. The flow's own parameters
+    /// (PKCE, state, redirect, client, resource, scope) cannot be replaced.
+    #[cfg(feature = "remote")]
+    #[arg(long = "oauth-param", value_name = "NAME=VALUE", requires = "url", value_parser = parse_param)]
+    oauth_params: Vec<(String, String)>,
     /// With --url: where OAuth tokens and client registrations are kept,
     /// one file per server URL (0600, in a 0700 directory). Default:
     /// $XDG_CONFIG_HOME/drainpipe/oauth, else ~/.config/drainpipe/oauth
@@ -169,6 +209,15 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
     Ok((name.to_string(), value.trim().to_string()))
 }
 
+/// `name=value`, split at the first `=`.
+#[cfg(feature = "remote")]
+fn parse_param(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_string(), value.to_string())),
+        _ => Err("a parameter is `name=value`".to_string()),
+    }
+}
+
 /// How the exit metrics are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum MetricsFormat {
@@ -192,13 +241,26 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
             .iter()
             .any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
         remote.oauth = drainpipe_host::remote::OAuthConfig {
-            mode: match (args.oauth, authorization_given) {
+            mode: match (args.oauth, args.no_oauth || authorization_given) {
                 (true, _) => drainpipe_host::remote::OAuthMode::Always,
                 (false, true) => drainpipe_host::remote::OAuthMode::Off,
                 (false, false) => drainpipe_host::remote::OAuthMode::OnChallenge,
             },
             dir: args.oauth_dir.clone(),
             port: args.oauth_port,
+            client: args.oauth_client_id.as_ref().map(|id| {
+                drainpipe_host::remote::PreRegisteredClient {
+                    id: drainpipe_host::remote::expand_env(id),
+                    secret: args
+                        .oauth_client_secret
+                        .as_deref()
+                        .map(drainpipe_host::remote::expand_env),
+                }
+            }),
+            client_metadata_url: args.oauth_client_metadata_url.clone(),
+            scope: args.oauth_scope.clone(),
+            resource: args.oauth_resource.clone(),
+            params: args.oauth_params.clone(),
         };
         remote.transport = match args.transport {
             TransportArg::Auto => drainpipe_host::remote::Transport::Auto,

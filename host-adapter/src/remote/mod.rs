@@ -40,7 +40,7 @@ mod http;
 mod oauth;
 mod out;
 
-pub use oauth::{OAuthConfig, OAuthMode};
+pub use oauth::{OAuthConfig, OAuthMode, PreRegisteredClient};
 
 use std::collections::HashSet;
 use std::io;
@@ -202,12 +202,7 @@ pub(crate) fn connect(
     let headers = config
         .headers
         .iter()
-        .map(|(name, value)| {
-            (
-                name.clone(),
-                expand_env(value, |name| std::env::var(name).ok()),
-            )
-        })
+        .map(|(name, value)| (name.clone(), expand_env(value)))
         .collect::<Vec<_>>();
     let http = Http::new(&headers, config.connect_timeout.max(config.idle_timeout))?;
     let auth = oauth::TokenSource::for_config(
@@ -251,10 +246,15 @@ pub(crate) fn connect(
     })
 }
 
-/// `${NAME}` in a header value is replaced by the environment variable
-/// `NAME` (empty if unset), so that a token stays in the environment and
-/// out of the host's configuration file.
-fn expand_env(value: &str, lookup: impl Fn(&str) -> Option<String>) -> String {
+/// `${NAME}` in `value` (a header, a client id or secret) replaced by the
+/// environment variable `NAME` (empty if unset), so that a secret stays in
+/// the environment and out of the host's configuration file.
+pub fn expand_env(value: &str) -> String {
+    expand_vars(value, |name| std::env::var(name).ok())
+}
+
+/// [`expand_env`] with the variables from `lookup`.
+fn expand_vars(value: &str, lookup: impl Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(start) = rest.find("${") {
@@ -508,7 +508,7 @@ impl Shared {
             let text = short_text(&mut body, MAX_ERROR_BODY_BYTES, self.idle).await;
             let why = match status {
                 StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
-                    "{} refused the request: HTTP {status} (authorization needed: --oauth, or --header 'Authorization: Bearer ${{TOKEN}}'){}",
+                    "{} refused the request: HTTP {status} (not authorized: see the OAuth lines above, or give --header 'Authorization: Bearer ${{TOKEN}}'){}",
                     shown(&self.url),
                     said(&text)
                 ),
@@ -944,12 +944,12 @@ mod tests {
     #[test]
     fn environment_references_in_header_values_are_expanded() {
         let env = |name: &str| (name == "TOKEN").then(|| "s3cret".to_string());
-        assert_eq!(expand_env("Bearer ${TOKEN}", env), "Bearer s3cret");
-        assert_eq!(expand_env("a ${NOT-A-NAME} b", env), "a ${NOT-A-NAME} b");
-        assert_eq!(expand_env("no reference", env), "no reference");
-        assert_eq!(expand_env("${UNSET}!", env), "!");
-        assert_eq!(expand_env("${open", env), "${open");
-        assert_eq!(expand_env("${TOKEN}${TOKEN}", env), "s3crets3cret");
+        assert_eq!(expand_vars("Bearer ${TOKEN}", env), "Bearer s3cret");
+        assert_eq!(expand_vars("a ${NOT-A-NAME} b", env), "a ${NOT-A-NAME} b");
+        assert_eq!(expand_vars("no reference", env), "no reference");
+        assert_eq!(expand_vars("${UNSET}!", env), "!");
+        assert_eq!(expand_vars("${open", env), "${open");
+        assert_eq!(expand_vars("${TOKEN}${TOKEN}", env), "s3crets3cret");
     }
 
     #[test]

@@ -20,8 +20,9 @@ pub(crate) struct Callback {
 
 /// What came back.
 pub(crate) enum Returned {
-    /// The server granted a code.
-    Code(String),
+    /// The server granted a code; `iss`: the issuer it says it is (RFC
+    /// 9207), to be checked before the code is used.
+    Code { code: String, iss: Option<String> },
     /// The server (or the user) refused: its `error` and description.
     Refused(String),
 }
@@ -55,7 +56,7 @@ impl Callback {
                 };
                 let returned = returned(&head, state);
                 let (status, page) = match &returned {
-                    Some(Returned::Code(_)) => (
+                    Some(Returned::Code { .. }) => (
                         "200 OK",
                         "Authorized. You can close this window and return to your MCP host.",
                     ),
@@ -125,7 +126,10 @@ fn returned(head: &[u8], state: &str) -> Option<Returned> {
         return None;
     }
     if let Some(code) = get("code") {
-        return Some(Returned::Code(code));
+        return Some(Returned::Code {
+            code,
+            iss: get("iss"),
+        });
     }
     let error = get("error").unwrap_or_else(|| "no code".into());
     let description = get("error_description")
@@ -179,7 +183,14 @@ mod tests {
     #[test]
     fn the_redirect_gives_its_code_only_with_the_right_state() {
         let head = b"GET /callback?code=abc&state=s1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
-        assert!(matches!(returned(head, "s1"), Some(Returned::Code(c)) if c == "abc"));
+        assert!(
+            matches!(returned(head, "s1"), Some(Returned::Code { code, iss: None }) if code == "abc")
+        );
+        let with_iss =
+            b"GET /callback?code=abc&state=s1&iss=https%3A%2F%2Fas.example HTTP/1.1\r\n\r\n";
+        assert!(
+            matches!(returned(with_iss, "s1"), Some(Returned::Code { iss: Some(iss), .. }) if iss == "https://as.example")
+        );
         assert!(returned(head, "s2").is_none());
         assert!(returned(b"GET /favicon.ico HTTP/1.1\r\n\r\n", "s1").is_none());
         let refused =

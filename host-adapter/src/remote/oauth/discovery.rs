@@ -16,6 +16,9 @@ pub(crate) struct Challenge {
     pub(crate) resource_metadata: Option<String>,
     /// `scope`: the scopes the request needs.
     pub(crate) scope: Option<String>,
+    /// `error`: why the token was refused (`insufficient_scope` on a `403`
+    /// asks for a token with more scopes).
+    pub(crate) error: Option<String>,
 }
 
 /// Reads the `Bearer` challenge of a `WWW-Authenticate` value (RFC 9110
@@ -64,6 +67,7 @@ pub(crate) fn parse_challenge(value: &str) -> Challenge {
                 match token.to_ascii_lowercase().as_str() {
                     "resource_metadata" => challenge.resource_metadata = Some(value),
                     "scope" => challenge.scope = Some(value),
+                    "error" => challenge.error = Some(value),
                     _ => {}
                 }
             }
@@ -137,38 +141,71 @@ pub(crate) struct ResourceMetadata {
 }
 
 /// RFC 8414 authorization server metadata: the fields used.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 pub(crate) struct ServerMetadata {
+    /// Checked against the issuer it was looked up for (RFC 8414 §3.3).
+    pub(crate) issuer: Option<String>,
     pub(crate) authorization_endpoint: String,
     pub(crate) token_endpoint: String,
     pub(crate) registration_endpoint: Option<String>,
+    /// `None` when the metadata does not say: then there is no PKCE.
+    pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
+    /// How clients may authenticate at the token endpoint; `None`: only
+    /// `client_secret_basic` (RFC 8414 §2).
+    pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    /// RFC 9207: the authorization response carries `iss`.
     #[serde(default)]
-    pub(crate) code_challenge_methods_supported: Vec<String>,
+    pub(crate) authorization_response_iss_parameter_supported: bool,
+    /// The server takes a URL as client id and reads the client's metadata
+    /// there (OAuth Client ID Metadata Documents).
+    #[serde(default)]
+    pub(crate) client_id_metadata_document_supported: bool,
+    #[serde(default)]
+    pub(crate) scopes_supported: Vec<String>,
+    pub(crate) grant_types_supported: Option<Vec<String>>,
 }
 
 impl ServerMetadata {
     /// The endpoints an authorization server without metadata has by
     /// convention (the MCP 2025-03-26 revision's fallback): `/authorize`,
-    /// `/token` and `/register` on its origin.
+    /// `/token` and `/register` on its origin, with PKCE as that revision
+    /// requires of every server.
     pub(crate) fn by_convention(origin: &Url) -> ServerMetadata {
         ServerMetadata {
             authorization_endpoint: at(origin, "/authorize").to_string(),
             token_endpoint: at(origin, "/token").to_string(),
             registration_endpoint: Some(at(origin, "/register").to_string()),
-            code_challenge_methods_supported: vec!["S256".into()],
+            code_challenge_methods_supported: Some(vec!["S256".into()]),
+            ..ServerMetadata::default()
         }
+    }
+
+    /// Whether the server hands out refresh tokens (`grant_types_supported`
+    /// lists `refresh_token`, or says nothing).
+    pub(crate) fn refreshes(&self) -> bool {
+        self.grant_types_supported
+            .as_ref()
+            .is_none_or(|grants| grants.iter().any(|g| g == "refresh_token"))
     }
 }
 
+/// The issuer of a server of the 2025-03-26 revision, which has no
+/// protected resource metadata: its own origin (`https://host:port`, no
+/// path, no trailing slash).
+pub(crate) fn origin_issuer(server: &Url) -> String {
+    server.origin().ascii_serialization()
+}
+
 /// The `resource` parameter for `server` (RFC 8707): the metadata's own
-/// identifier when it names this server (the same origin, and a prefix of
-/// its path), else the server's URL without its fragment.
+/// identifier exactly as published (already checked to name this server:
+/// a parser's normalisation, such as a `/` after a bare origin, would make
+/// it another string the authorization server may not know), else the
+/// server's URL without its fragment.
 pub(crate) fn resource_for(server: &Url, metadata: Option<&ResourceMetadata>) -> String {
-    let own = metadata
-        .and_then(|m| m.resource.as_deref())
-        .and_then(|r| Url::parse(r).ok())
-        .filter(|r| r.origin() == server.origin() && server.path().starts_with(r.path()));
-    let mut url = own.unwrap_or_else(|| server.clone());
+    if let Some(resource) = metadata.and_then(|m| m.resource.as_deref()) {
+        return resource.to_string();
+    }
+    let mut url = server.clone();
     url.set_fragment(None);
     url.to_string()
 }
@@ -282,10 +319,13 @@ mod tests {
             resource_for(&server, Some(&metadata("http://localhost:3000/"))),
             "http://localhost:3000/"
         );
-        // Metadata naming another origin is not believed.
         assert_eq!(
-            resource_for(&server, Some(&metadata("https://evil.example/mcp"))),
-            "http://localhost:3000/mcp"
+            resource_for(&server, Some(&metadata("http://localhost:3000"))),
+            "http://localhost:3000"
+        );
+        assert_eq!(
+            origin_issuer(&Url::parse("https://mcp.example:8443/v1/mcp").unwrap()),
+            "https://mcp.example:8443"
         );
     }
 

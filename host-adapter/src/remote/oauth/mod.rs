@@ -2,17 +2,25 @@
 //! asks of a client and as hosts and `mcp-remote` do it:
 //!
 //! ```text
-//!  request ──► 401 + WWW-Authenticate: Bearer resource_metadata=…
+//!  request ──► 401 (any), or 403 + error="insufficient_scope" (step-up)
 //!                │
-//!                ├─ refresh token stored? grant_type=refresh_token ─► retry once
+//!                ├─ 401, refresh token stored? grant_type=refresh_token ─► retry once
 //!                │
 //!                ├─ protected resource metadata (RFC 9728; the challenge's URL,
-//!                │    else /.well-known/oauth-protected-resource, path-aware first)
-//!                ├─ authorization server metadata (RFC 8414, then OpenID Connect)
-//!                ├─ a client: the stored one, else dynamic registration (RFC 7591)
+//!                │    else /.well-known/oauth-protected-resource, path-aware first);
+//!                │    its `resource` must be this server            [checks.rs]
+//!                │    none at all (2025-03-26): the server's origin is the issuer
+//!                ├─ authorization server metadata (RFC 8414, then OpenID Connect);
+//!                │    its `issuer` must be the one looked up, its endpoints
+//!                │    https (or loopback), S256 listed               [checks.rs]
+//!                │    none, for a 2025-03-26 server: /authorize, /token, /register
+//!                ├─ a client: pre-registered (--oauth-client-id), the stored one if
+//!                │    registered with this issuer, a metadata document URL, else
+//!                │    dynamic registration (RFC 7591, application_type native)
 //!                ├─ the browser: authorization code + PKCE S256 + resource (RFC 8707),
-//!                │    back to http://127.0.0.1:PORT/callback
-//!                └─ the code exchanged for tokens, stored (0600 in a 0700 directory)
+//!                │    back to http://127.0.0.1:PORT/callback; `iss` checked (RFC 9207)
+//!                └─ the code exchanged for tokens (none, client_secret_post or
+//!                     client_secret_basic, as registered), stored (0600 in 0700)
 //!                                                              ─► retry once
 //! ```
 //!
@@ -25,11 +33,13 @@
 //! Not the `oauth2` crate: see host-adapter/Cargo.toml.
 
 mod callback;
+mod checks;
 mod discovery;
 mod store;
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -53,16 +63,39 @@ use store::{Client, Record, Store, Tokens};
 /// When the proxy authorizes with OAuth.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OAuthMode {
-    /// Never: a `401` is an error for its request.
+    /// Never (`--no-oauth`, or an `Authorization` header given): a `401`
+    /// is an error for its request.
     #[default]
     Off,
-    /// When the server asks for it: a `401` whose `WWW-Authenticate:
-    /// Bearer` names `resource_metadata` starts the flow, and tokens stored
-    /// by an earlier run are sent from the first request.
+    /// When the server asks for it: any `401` starts the flow (the
+    /// challenge's metadata, else the well-known URLs, as the MCP
+    /// authorization specification asks), and tokens stored by an earlier
+    /// run are sent from the first request. Without anywhere to keep
+    /// tokens, OAuth is off.
     OnChallenge,
-    /// Always (`--oauth`): stored tokens from the first request, and any
-    /// `401` starts the flow.
+    /// Always (`--oauth`): as above, and an error at start when there is
+    /// nowhere to keep tokens.
     Always,
+}
+
+/// A client registered with the authorization server beforehand (for
+/// servers without dynamic registration, such as GitHub's). Debug never
+/// shows the secret.
+#[derive(Clone, Default)]
+pub struct PreRegisteredClient {
+    /// `client_id`.
+    pub id: String,
+    /// `client_secret`, for a confidential client.
+    pub secret: Option<String>,
+}
+
+impl std::fmt::Debug for PreRegisteredClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreRegisteredClient")
+            .field("id", &self.id)
+            .field("secret", &self.secret.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 /// How to authorize with a remote server.
@@ -78,6 +111,19 @@ pub struct OAuthConfig {
     /// The callback's port on 127.0.0.1; `None`: the port of the stored
     /// client's registration if free, else any.
     pub port: Option<u16>,
+    /// A client registered beforehand: used instead of registering one.
+    pub client: Option<PreRegisteredClient>,
+    /// The URL of this client's metadata document, used as its client id
+    /// with servers that support Client ID Metadata Documents.
+    pub client_metadata_url: Option<String>,
+    /// The scopes to ask for, instead of those the server suggests.
+    pub scope: Option<String>,
+    /// The `resource` to ask tokens for (RFC 8707), instead of the one the
+    /// server's metadata names.
+    pub resource: Option<String>,
+    /// More parameters for the authorization request (`access_type=offline`
+    /// for Google).
+    pub params: Vec<(String, String)>,
 }
 
 /// The longest the user has to approve in the browser: the request that
@@ -92,20 +138,41 @@ const MAX_DOCUMENT_BYTES: usize = 256 << 10;
 /// sent, in seconds: a token that expires in flight costs a round trip.
 const REFRESH_EARLY_SECS: u64 = 60;
 
+/// Step-ups (`403 insufficient_scope` → a new authorization with more
+/// scopes) in a row without a request getting through: a server that
+/// keeps asking for scopes it never accepts must not send the user to the
+/// browser again and again.
+const MAX_STEP_UPS: u32 = 2;
+
+/// Parameters of the authorization request the flow sets itself; `--oauth-param`
+/// cannot replace them (PKCE, the state and the redirect are what keep the
+/// code safe).
+const OWN_PARAMS: &[&str] = &[
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "code_challenge",
+    "code_challenge_method",
+    "state",
+    "resource",
+    "scope",
+];
+
 /// The bearer tokens of one server, and renewing them.
 pub(crate) struct TokenSource {
     /// For the authorization server: without the `--header` headers,
     /// which are for the MCP server only.
     http: Http,
     server: Url,
-    mode: OAuthMode,
-    port: Option<u16>,
+    config: OAuthConfig,
     store: Store,
     sink: StderrSink,
     idle: Duration,
     /// Held while tokens are renewed, so requests failing together start
     /// one authorization, and requests wait for it.
     state: tokio::sync::Mutex<State>,
+    /// Step-ups since a request last got through (see [`MAX_STEP_UPS`]).
+    step_ups: AtomicU32,
 }
 
 struct State {
@@ -143,12 +210,18 @@ impl TokenSource {
         let server = Url::parse(&server.to_string())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "--url is not a URL"))?;
         let store = Store::new(config.dir.clone())?;
-        let record = store.load(server.as_str());
+        let mut record = store.load(server.as_str());
+        if let Some(given) = &config.client
+            && record.client.as_ref().map(|c| &c.client_id) != Some(&given.id)
+        {
+            // Tokens of another client are not this one's.
+            record.client = None;
+            record.tokens = None;
+        }
         Ok(TokenSource {
             http: http.without_headers(),
             server,
-            mode: config.mode,
-            port: config.port,
+            config: config.clone(),
             store,
             sink,
             idle,
@@ -156,13 +229,15 @@ impl TokenSource {
                 record,
                 generation: 0,
             }),
+            step_ups: AtomicU32::new(0),
         })
     }
 
     /// Sends `request` through `http` with the bearer token; on a `401`,
     /// renews the tokens (a refresh, else an authorization in the browser)
-    /// and sends it once more. When nothing can be renewed the `401` is
-    /// returned as it came.
+    /// and sends it once more; on a `403 insufficient_scope`, authorizes
+    /// again for the scopes held and asked together, then sends it once
+    /// more. When nothing can be renewed the answer is returned as it came.
     pub(crate) async fn send(
         &self,
         http: &Http,
@@ -171,7 +246,9 @@ impl TokenSource {
         let mut again = copy(&request);
         let generation = self.add_bearer(&mut request).await;
         let response = http.send(request).await?;
-        if response.status() != StatusCode::UNAUTHORIZED {
+        let status = response.status();
+        if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+            self.step_ups.store(0, Ordering::Relaxed);
             return Ok(response);
         }
         let challenge = response
@@ -182,7 +259,14 @@ impl TokenSource {
             .map(discovery::parse_challenge)
             .find(|challenge| challenge.bearer)
             .unwrap_or_default();
-        match self.renew(generation, &challenge).await {
+        let renewed = if status == StatusCode::UNAUTHORIZED {
+            self.renew(generation, &challenge).await
+        } else if challenge.error.as_deref() == Some("insufficient_scope") {
+            self.step_up(generation, &challenge).await
+        } else {
+            return Ok(response);
+        };
+        match renewed {
             Ok(true) => {
                 self.add_bearer(&mut again).await;
                 http.send(again).await
@@ -208,7 +292,9 @@ impl TokenSource {
         if expiring && let Err(why) = self.refresh(&mut state).await {
             self.sink.line(&format!("OAuth: {why}"));
         }
+        let target = Url::parse(&request.uri().to_string());
         if let Some(tokens) = &state.record.tokens
+            && target.is_ok_and(|target| checks::bearer_may_go_to(&self.server, &target))
             && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {}", tokens.access_token))
         {
             value.set_sensitive(true);
@@ -225,12 +311,6 @@ impl TokenSource {
             // Renewed while this request was out.
             return Ok(true);
         }
-        if self.mode == OAuthMode::OnChallenge
-            && state.record.tokens.is_none()
-            && challenge.resource_metadata.is_none()
-        {
-            return Ok(false);
-        }
         let refreshable = state
             .record
             .tokens
@@ -242,7 +322,43 @@ impl TokenSource {
                 Err(why) => self.sink.line(&format!("OAuth: {why}; authorizing again")),
             }
         }
-        self.authorize(&mut state, challenge).await?;
+        self.authorize(&mut state, challenge, None).await?;
+        Ok(true)
+    }
+
+    /// After a `403 insufficient_scope` for a request sent with generation
+    /// `sent`: authorizes again for the scopes held and the ones asked
+    /// (SEP-2350), unless it asks for nothing new or the step-ups in a row
+    /// reached [`MAX_STEP_UPS`]. True when there are new tokens.
+    async fn step_up(&self, sent: u64, challenge: &Challenge) -> Result<bool, String> {
+        let mut state = self.state.lock().await;
+        if state.generation != sent {
+            return Ok(true);
+        }
+        let held = state
+            .record
+            .tokens
+            .as_ref()
+            .and_then(|tokens| tokens.scope.clone())
+            .unwrap_or_default();
+        let asked = challenge.scope.clone().unwrap_or_default();
+        let Some(union) = scope_union(&held, &asked) else {
+            return Err(format!(
+                "{} refused the request for want of scope {asked:?}, which the tokens already have: not asking again",
+                show(&self.server)
+            ));
+        };
+        if self.step_ups.fetch_add(1, Ordering::Relaxed) >= MAX_STEP_UPS {
+            return Err(format!(
+                "{} asked for more scopes {MAX_STEP_UPS} times in a row: not asking again",
+                show(&self.server)
+            ));
+        }
+        self.sink.line(&format!(
+            "OAuth: {} needs scope {asked:?} for this request: authorizing again for {union:?}",
+            show(&self.server)
+        ));
+        self.authorize(&mut state, challenge, Some(union)).await?;
         Ok(true)
     }
 
@@ -255,6 +371,7 @@ impl TokenSource {
             return Err("no refresh token".into());
         };
         let (endpoint, resource) = (tokens.token_endpoint.clone(), tokens.resource.clone());
+        let scope = tokens.scope.clone();
         let granted = self
             .token_request(
                 &endpoint,
@@ -276,64 +393,63 @@ impl TokenSource {
                 return Err(format!("refreshing the access token: {why}"));
             }
         };
-        let mut tokens = granted.into_tokens(endpoint, resource);
+        let mut tokens = granted.into_tokens(endpoint, resource, scope);
         tokens.refresh_token = tokens.refresh_token.or(Some(refresh_token));
         self.keep(state, tokens);
         Ok(())
     }
 
-    /// The whole authorization: discovery, a client, the browser, the code
-    /// exchange.
-    async fn authorize(&self, state: &mut State, challenge: &Challenge) -> Result<(), String> {
-        let resource_metadata = self.resource_metadata(challenge).await?;
-        let issuer = match resource_metadata
-            .as_ref()
-            .and_then(|m| m.authorization_servers.first())
+    /// The whole authorization: discovery and its checks, a client, the
+    /// browser, the code exchange. `scope`: the scopes of a step-up.
+    async fn authorize(
+        &self,
+        state: &mut State,
+        challenge: &Challenge,
+        scope: Option<String>,
+    ) -> Result<(), String> {
+        let found = self.discover(challenge).await?;
+        let Found {
+            resource_metadata,
+            issuer,
+            metadata,
+        } = &found;
+        let resource =
+            self.config.resource.clone().unwrap_or_else(|| {
+                discovery::resource_for(&self.server, resource_metadata.as_ref())
+            });
+        let scope = scope
+            .or_else(|| self.config.scope.clone())
+            .or_else(|| challenge.scope.clone())
+            .or_else(|| {
+                resource_metadata
+                    .as_ref()
+                    .filter(|m| !m.scopes_supported.is_empty())
+                    .map(|m| m.scopes_supported.join(" "))
+            });
+        // A refresh token outlives the session (SEP-2207): asked for where
+        // the server offers it.
+        let scope = if metadata.refreshes()
+            && metadata
+                .scopes_supported
+                .iter()
+                .any(|s| s == "offline_access")
         {
-            Some(issuer) => Url::parse(issuer)
-                .map_err(|_| "the resource metadata names no usable authorization server")?,
-            // Servers of the 2025-03-26 revision are their own.
-            None => self.server.clone(),
+            scope_union(scope.as_deref().unwrap_or(""), "offline_access").or(scope)
+        } else {
+            scope
         };
-        let metadata = self.server_metadata(&issuer).await?;
-        let methods = &metadata.code_challenge_methods_supported;
-        if !methods.is_empty() && !methods.iter().any(|m| m == "S256") {
-            return Err(format!(
-                "the authorization server {} does not support PKCE with S256",
-                show(&issuer)
-            ));
-        }
-        let resource = discovery::resource_for(&self.server, resource_metadata.as_ref());
-        let scope = challenge.scope.clone().or_else(|| {
-            resource_metadata
-                .as_ref()
-                .filter(|m| !m.scopes_supported.is_empty())
-                .map(|m| m.scopes_supported.join(" "))
-        });
 
         let callback = self.bind_callback(&state.record).await?;
         let redirect_uri = callback.redirect_uri().map_err(|e| e.to_string())?;
-        let client = match &state.record.client {
-            Some(client)
-                if client.token_endpoint == metadata.token_endpoint
-                    && client.redirect_uris.contains(&redirect_uri) =>
-            {
-                client.clone()
-            }
-            _ => {
-                let client = self.register(&metadata, &redirect_uri).await?;
-                state.record.client = Some(client.clone());
-                state.record.tokens = None;
-                self.save(&state.record);
-                client
-            }
-        };
+        let client = self
+            .client_for(state, issuer.as_deref(), metadata, &redirect_uri)
+            .await?;
 
         let verifier = random_text(32);
         let code_challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
         let csrf = random_text(16);
-        let mut url = Url::parse(&metadata.authorization_endpoint)
-            .map_err(|_| "the authorization endpoint is not a URL")?;
+        let mut url =
+            checks::endpoint_is_secure("authorization endpoint", &metadata.authorization_endpoint)?;
         {
             let mut query = url.query_pairs_mut();
             query
@@ -347,6 +463,11 @@ impl TokenSource {
             if let Some(scope) = &scope {
                 query.append_pair("scope", scope);
             }
+            for (name, value) in &self.config.params {
+                if !OWN_PARAMS.contains(&name.as_str()) {
+                    query.append_pair(name, value);
+                }
+            }
         }
         let opened = callback::open_browser(url.as_str());
         self.sink.line(&format!(
@@ -359,10 +480,15 @@ impl TokenSource {
             },
             AUTHORIZE_WITHIN.as_secs() / 60
         ));
-        let code = match callback.wait(&csrf, AUTHORIZE_WITHIN).await? {
-            Returned::Code(code) => code,
+        let (code, iss) = match callback.wait(&csrf, AUTHORIZE_WITHIN).await? {
+            Returned::Code { code, iss } => (code, iss),
             Returned::Refused(why) => return Err(format!("the authorization was refused: {why}")),
         };
+        checks::iss_matches_issuer(
+            metadata.authorization_response_iss_parameter_supported,
+            issuer.as_deref(),
+            iss.as_deref(),
+        )?;
         let granted = self
             .token_request(
                 &metadata.token_endpoint,
@@ -379,7 +505,7 @@ impl TokenSource {
             .map_err(|why| format!("exchanging the authorization code: {why}"))?;
         self.keep(
             state,
-            granted.into_tokens(metadata.token_endpoint.clone(), resource),
+            granted.into_tokens(metadata.token_endpoint.clone(), resource, scope),
         );
         self.sink.line(&format!(
             "OAuth: authorized for {}; tokens stored in {}",
@@ -387,6 +513,96 @@ impl TokenSource {
             self.store.dir().display()
         ));
         Ok(())
+    }
+
+    /// Where to authorize, each document checked before it is used: the
+    /// protected resource metadata (its `resource` must be this server),
+    /// its first authorization server's metadata (its `issuer` must be the
+    /// one looked up); for a server with no resource metadata (2025-03-26),
+    /// the metadata at its origin, else the conventional endpoints there.
+    /// Then every endpoint must be https (or loopback) and PKCE with S256
+    /// listed.
+    async fn discover(&self, challenge: &Challenge) -> Result<Found, String> {
+        let resource_metadata = self.resource_metadata(challenge).await?;
+        let (issuer, metadata) = match &resource_metadata {
+            Some(found) => {
+                checks::resource_matches_server(&self.server, found.resource.as_deref())?;
+                let issuer = found
+                    .authorization_servers
+                    .first()
+                    .ok_or("the protected resource metadata names no authorization server")?
+                    .clone();
+                let metadata = self.server_metadata(&issuer).await?.ok_or_else(|| {
+                    format!("the authorization server {issuer:?} publishes no metadata (RFC 8414)")
+                })?;
+                (Some(issuer), metadata)
+            }
+            None => {
+                let issuer = discovery::origin_issuer(&self.server);
+                match self.server_metadata(&issuer).await? {
+                    Some(metadata) => (Some(issuer), metadata),
+                    None => (None, ServerMetadata::by_convention(&self.server)),
+                }
+            }
+        };
+        checks::endpoint_is_secure("token endpoint", &metadata.token_endpoint)?;
+        checks::endpoint_is_secure("authorization endpoint", &metadata.authorization_endpoint)?;
+        checks::pkce_s256_supported(metadata.code_challenge_methods_supported.as_deref())?;
+        Ok(Found {
+            resource_metadata,
+            issuer,
+            metadata,
+        })
+    }
+
+    /// The client to authorize as: the pre-registered one, else the stored
+    /// one if it was registered with this issuer and this redirect URI,
+    /// else this client's metadata document URL where the server takes
+    /// one, else a new registration. A new client forgets the old tokens.
+    async fn client_for(
+        &self,
+        state: &mut State,
+        issuer: Option<&str>,
+        metadata: &ServerMetadata,
+        redirect_uri: &str,
+    ) -> Result<Client, String> {
+        if let Some(given) = &self.config.client {
+            let client = Client {
+                client_id: given.id.clone(),
+                client_secret: given.secret.clone(),
+                redirect_uris: vec![redirect_uri.to_string()],
+                token_endpoint: metadata.token_endpoint.clone(),
+                issuer: issuer.map(str::to_string),
+                auth_method: Some(auth_method(metadata, given.secret.is_some()).to_string()),
+            };
+            state.record.client = Some(client.clone());
+            return Ok(client);
+        }
+        let stored = state.record.client.as_ref().filter(|client| {
+            let same_server = match (&client.issuer, issuer) {
+                (Some(theirs), Some(this)) => theirs == this,
+                _ => client.token_endpoint == metadata.token_endpoint,
+            };
+            same_server && client.redirect_uris.iter().any(|uri| uri == redirect_uri)
+        });
+        if let Some(client) = stored {
+            return Ok(client.clone());
+        }
+        let client = match &self.config.client_metadata_url {
+            Some(url) if metadata.client_id_metadata_document_supported => Client {
+                client_id: url.clone(),
+                client_secret: None,
+                redirect_uris: vec![redirect_uri.to_string()],
+                token_endpoint: metadata.token_endpoint.clone(),
+                issuer: issuer.map(str::to_string),
+                auth_method: Some("none".into()),
+            },
+            _ => self.register(issuer, metadata, redirect_uri).await?,
+        };
+        state.record.client = Some(client.clone());
+        state.record.tokens = None;
+        self.save(&state.record);
+        Ok(client)
     }
 
     /// Stores new tokens and makes them current.
@@ -408,7 +624,7 @@ impl TokenSource {
     /// The callback on `--oauth-port`, else on the port the stored client
     /// was registered with if it is free, else on any port.
     async fn bind_callback(&self, record: &Record) -> Result<Callback, String> {
-        if let Some(port) = self.port {
+        if let Some(port) = self.config.port {
             return Callback::bind(port)
                 .await
                 .map_err(|e| format!("listening on 127.0.0.1:{port} for the callback: {e}"));
@@ -452,73 +668,112 @@ impl TokenSource {
         Ok(None)
     }
 
-    /// RFC 8414 (or OpenID Connect) metadata of `issuer`, else the
-    /// conventional endpoints on its origin.
-    async fn server_metadata(&self, issuer: &Url) -> Result<ServerMetadata, String> {
-        for url in discovery::authorization_server_metadata_urls(issuer) {
-            if let Some(metadata) = self.get_json(&url).await? {
-                return Ok(metadata);
+    /// RFC 8414 (or OpenID Connect) metadata of `issuer` at its well-known
+    /// URLs, checked to be that issuer's; `None` when there is none.
+    async fn server_metadata(&self, issuer: &str) -> Result<Option<ServerMetadata>, String> {
+        let url = checks::endpoint_is_secure("authorization server", issuer)?;
+        for url in discovery::authorization_server_metadata_urls(&url) {
+            if let Some(metadata) = self.get_json::<ServerMetadata>(&url).await? {
+                checks::issuer_matches_metadata(issuer, metadata.issuer.as_deref())?;
+                return Ok(Some(metadata));
             }
         }
-        Ok(ServerMetadata::by_convention(issuer))
+        Ok(None)
     }
 
-    /// Dynamic client registration (RFC 7591): a public client with PKCE.
+    /// Dynamic client registration (RFC 7591): a native client with PKCE,
+    /// authenticating at the token endpoint as the server prefers.
     async fn register(
         &self,
+        issuer: Option<&str>,
         metadata: &ServerMetadata,
         redirect_uri: &str,
     ) -> Result<Client, String> {
         let Some(endpoint) = &metadata.registration_endpoint else {
             return Err(
-                "the authorization server offers no dynamic client registration, and no client is stored"
+                "the authorization server offers no dynamic client registration: register a client with it and pass --oauth-client-id (and --oauth-client-secret)"
                     .into(),
             );
         };
+        checks::endpoint_is_secure("registration endpoint", endpoint)?;
+        let asked = registration_auth_method(metadata);
         let body = serde_json::json!({
             "client_name": "drainpipe",
             "redirect_uris": [redirect_uri],
             "grant_types": ["authorization_code", "refresh_token"],
             "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
+            "token_endpoint_auth_method": asked,
+            // SEP-837: a program on the user's machine with a loopback
+            // redirect (OpenID Connect Registration §2).
+            "application_type": "native",
         });
         #[derive(Deserialize)]
         struct Registered {
             client_id: String,
             client_secret: Option<String>,
+            token_endpoint_auth_method: Option<String>,
         }
         let registered: Registered = self
-            .post(endpoint, "application/json", body.to_string())
+            .post(endpoint, "application/json", body.to_string(), None)
             .await
             .map_err(|why| format!("registering a client: {why}"))?;
+        let auth_method =
+            registered.token_endpoint_auth_method.unwrap_or_else(|| {
+                match &registered.client_secret {
+                    Some(_) if asked == "none" => auth_method(metadata, true).to_string(),
+                    _ => asked.to_string(),
+                }
+            });
         Ok(Client {
             client_id: registered.client_id,
             client_secret: registered.client_secret,
             redirect_uris: vec![redirect_uri.to_string()],
             token_endpoint: metadata.token_endpoint.clone(),
+            issuer: issuer.map(str::to_string),
+            auth_method: Some(auth_method),
         })
     }
 
-    /// A token request (RFC 6749 §4.1.3, §6) as `client` (its secret, if
-    /// it has one, in the body).
+    /// A token request (RFC 6749 §4.1.3, §6) as `client`, authenticated as
+    /// it was registered: its secret in an `Authorization: Basic` header
+    /// (`client_secret_basic`), in the body (`client_secret_post`), or not
+    /// at all (`none`, a public client).
     async fn token_request(
         &self,
         endpoint: &str,
         client: &Client,
         form: &[(&str, &str)],
     ) -> Result<Granted, String> {
+        checks::endpoint_is_secure("token endpoint", endpoint)?;
+        let method = client
+            .auth_method
+            .as_deref()
+            .unwrap_or(if client.client_secret.is_some() {
+                "client_secret_post"
+            } else {
+                "none"
+            });
+        let secret = client.client_secret.as_deref().filter(|_| method != "none");
+        let basic = match (method, secret) {
+            ("client_secret_basic", Some(secret)) => {
+                Some(basic_credentials(&client.client_id, secret))
+            }
+            _ => None,
+        };
         // Built before any await: the serializer is not `Send`.
         let body = {
             let mut body = url::form_urlencoded::Serializer::new(String::new());
             body.extend_pairs(form.iter().copied());
-            body.append_pair("client_id", &client.client_id);
-            if let Some(secret) = &client.client_secret {
-                body.append_pair("client_secret", secret);
+            if basic.is_none() {
+                body.append_pair("client_id", &client.client_id);
+                if let Some(secret) = secret {
+                    body.append_pair("client_secret", secret);
+                }
             }
             body.finish()
         };
         let granted: Granted = self
-            .post(endpoint, "application/x-www-form-urlencoded", body)
+            .post(endpoint, "application/x-www-form-urlencoded", body, basic)
             .await?;
         if !granted.token_type.eq_ignore_ascii_case("bearer") {
             return Err(format!(
@@ -529,24 +784,29 @@ impl TokenSource {
         Ok(granted)
     }
 
-    /// POSTs `body` and reads a JSON answer. An error says the status and
-    /// the server's `error` and `error_description`, never the body.
+    /// POSTs `body` (with `authorization`, client credentials, if given)
+    /// and reads a JSON answer. An error says the status and the server's
+    /// `error` and `error_description`, never the body.
     async fn post<T: DeserializeOwned>(
         &self,
         endpoint: &str,
         content_type: &'static str,
         body: String,
+        authorization: Option<HeaderValue>,
     ) -> Result<T, String> {
         let uri: Uri = endpoint
             .parse()
             .map_err(|_| "an endpoint that is not a URL".to_string())?;
-        let request = Request::builder()
+        let mut request = Request::builder()
             .method(Method::POST)
             .uri(uri.clone())
             .header(CONTENT_TYPE, content_type)
             .header(ACCEPT, "application/json")
             .body(Full::new(Bytes::from(body)))
             .map_err(|_| "an endpoint that is not a URL".to_string())?;
+        if let Some(authorization) = authorization {
+            request.headers_mut().insert(AUTHORIZATION, authorization);
+        }
         let response = self.http.send(request).await.map_err(|e| e.to_string())?;
         let status = response.status();
         let bytes = read_body(&mut response.into_body(), MAX_DOCUMENT_BYTES, self.idle).await?;
@@ -609,18 +869,104 @@ struct Granted {
     token_type: String,
     expires_in: Option<u64>,
     refresh_token: Option<String>,
+    /// The scopes granted, when they differ from those asked (RFC 6749
+    /// §5.1); servers often send them anyway.
+    scope: Option<String>,
 }
 
 impl Granted {
-    fn into_tokens(self, token_endpoint: String, resource: String) -> Tokens {
+    /// The tokens to store; `asked`: the scopes requested, taken as granted
+    /// when the server does not say.
+    fn into_tokens(
+        self,
+        token_endpoint: String,
+        resource: String,
+        asked: Option<String>,
+    ) -> Tokens {
         Tokens {
             access_token: self.access_token,
             refresh_token: self.refresh_token,
             expires_at: self.expires_in.map(|secs| now() + secs),
             token_endpoint,
             resource,
+            scope: self.scope.or(asked),
         }
     }
+}
+
+/// What discovery found, every document checked.
+struct Found {
+    resource_metadata: Option<ResourceMetadata>,
+    /// The authorization server's issuer; `None` for a 2025-03-26 server
+    /// without metadata.
+    issuer: Option<String>,
+    metadata: ServerMetadata,
+}
+
+/// How a client with (or without) a secret authenticates at the token
+/// endpoint of a server with `metadata`: `client_secret_basic` where it is
+/// listed or nothing is (RFC 8414 §2's default), else
+/// `client_secret_post`; `none` without a secret.
+fn auth_method(metadata: &ServerMetadata, has_secret: bool) -> &'static str {
+    if !has_secret {
+        return "none";
+    }
+    match &metadata.token_endpoint_auth_methods_supported {
+        Some(methods)
+            if !methods.iter().any(|m| m == "client_secret_basic")
+                && methods.iter().any(|m| m == "client_secret_post") =>
+        {
+            "client_secret_post"
+        }
+        _ => "client_secret_basic",
+    }
+}
+
+/// The method to register with: a public client (`none`) where the server
+/// takes one (a program on the user's machine cannot keep a secret), else
+/// the first secret-based method it lists.
+fn registration_auth_method(metadata: &ServerMetadata) -> &'static str {
+    match &metadata.token_endpoint_auth_methods_supported {
+        Some(methods) if methods.iter().any(|m| m == "none") => "none",
+        Some(methods) if methods.iter().any(|m| m == "client_secret_basic") => {
+            "client_secret_basic"
+        }
+        Some(methods) if methods.iter().any(|m| m == "client_secret_post") => "client_secret_post",
+        Some(_) => "none",
+        // Unlisted: RFC 8414's default is client_secret_basic, but most
+        // MCP authorization servers register public clients.
+        None => "none",
+    }
+}
+
+/// `Authorization: Basic` for a client (RFC 6749 §2.3.1: id and secret
+/// form-urlencoded, then joined by a colon and base64-encoded), marked
+/// sensitive.
+fn basic_credentials(id: &str, secret: &str) -> HeaderValue {
+    let encode =
+        |text: &str| url::form_urlencoded::byte_serialize(text.as_bytes()).collect::<String>();
+    let credentials = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        encode(id),
+        encode(secret)
+    ));
+    let mut value = HeaderValue::from_str(&format!("Basic {credentials}"))
+        .expect("base64 is a valid header value");
+    value.set_sensitive(true);
+    value
+}
+
+/// The scopes of `held` and then those of `asked` not among them,
+/// space-separated; `None` when `asked` adds nothing.
+fn scope_union(held: &str, asked: &str) -> Option<String> {
+    let mut scopes: Vec<&str> = held.split_whitespace().collect();
+    let before = scopes.len();
+    for scope in asked.split_whitespace() {
+        if !scopes.contains(&scope) {
+            scopes.push(scope);
+        }
+    }
+    (scopes.len() > before).then(|| scopes.join(" "))
 }
 
 /// The same request again (its body is shared bytes).
@@ -758,6 +1104,8 @@ mod tests {
             client_secret: None,
             redirect_uris: vec!["http://127.0.0.1:1/callback".into()],
             token_endpoint: format!("{base}/token"),
+            issuer: None,
+            auth_method: None,
         });
         record.tokens = Some(Tokens {
             access_token: "old".into(),
@@ -765,12 +1113,13 @@ mod tests {
             expires_at: Some(expires_at),
             token_endpoint: format!("{base}/token"),
             resource: server.clone(),
+            scope: None,
         });
         store.save(&record).unwrap();
         let config = OAuthConfig {
             mode: OAuthMode::Always,
             dir: Some(dir.to_path_buf()),
-            port: None,
+            ..OAuthConfig::default()
         };
         let http = Http::new(&[], Duration::from_secs(5)).unwrap();
         let (sink, _closer) = StderrSink::start(io::sink(), 1 << 16);

@@ -33,6 +33,14 @@ pub(crate) struct Client {
     pub(crate) redirect_uris: Vec<String>,
     /// The authorization server it was registered with.
     pub(crate) token_endpoint: String,
+    /// That server's issuer: a client is never shown to another one
+    /// (SEP-2352: a new authorization server means a new registration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) issuer: Option<String>,
+    /// How it authenticates at the token endpoint (`none`,
+    /// `client_secret_post`, `client_secret_basic`), as registered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) auth_method: Option<String>,
 }
 
 /// The tokens of the last grant.
@@ -48,6 +56,10 @@ pub(crate) struct Tokens {
     pub(crate) token_endpoint: String,
     /// The `resource` they were issued for (RFC 8707).
     pub(crate) resource: String,
+    /// The scopes granted (or, when the server did not say, asked for):
+    /// a step-up asks for these and the new ones together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) scope: Option<String>,
 }
 
 /// The directory of records.
@@ -175,6 +187,7 @@ mod tests {
             expires_at: Some(1),
             token_endpoint: "https://auth.example/token".into(),
             resource: server.into(),
+            scope: None,
         });
         store.save(&record).unwrap();
         store.save(&record).unwrap();
