@@ -138,19 +138,31 @@ fn returned(head: &[u8], state: &str) -> Option<Returned> {
     Some(Returned::Refused(format!("{error}{description}")))
 }
 
-/// Opens `url` in the user's browser unless `DRAINPIPE_NO_BROWSER` is set
-/// or there is no display; true if a browser was started. The URL is on
-/// stderr in any case.
+/// Opens `url` in the user's browser unless `DRAINPIPE_NO_BROWSER` is set:
+/// the command `BROWSER` names if set (the convention `xdg-open` and
+/// Python's `webbrowser` follow: `%s` in it is the URL, else the URL is
+/// its last argument; the first of several `:`-separated commands), else
+/// the platform's opener when there is a display. True if a browser was
+/// started. The URL is on stderr in any case.
 pub(crate) fn open_browser(url: &str) -> bool {
     if std::env::var_os("DRAINPIPE_NO_BROWSER").is_some_and(|v| !v.is_empty()) {
         return false;
     }
-    let mut command = if cfg!(target_os = "macos") {
-        std::process::Command::new("open")
+    let named = std::env::var("BROWSER")
+        .ok()
+        .and_then(|value| browser_command(&value, url));
+    let mut command = if let Some((program, args)) = named {
+        let mut command = std::process::Command::new(program);
+        command.args(args);
+        command
+    } else if cfg!(target_os = "macos") {
+        let mut command = std::process::Command::new("open");
+        command.arg(url);
+        command
     } else if cfg!(windows) {
         let mut command = std::process::Command::new("cmd");
         // `start`'s first quoted argument is a window title.
-        command.args(["/C", "start", ""]);
+        command.args(["/C", "start", ""]).arg(url);
         command
     } else {
         let display = ["DISPLAY", "WAYLAND_DISPLAY"]
@@ -159,10 +171,11 @@ pub(crate) fn open_browser(url: &str) -> bool {
         if !display {
             return false;
         }
-        std::process::Command::new("xdg-open")
+        let mut command = std::process::Command::new("xdg-open");
+        command.arg(url);
+        command
     };
     command
-        .arg(url)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
@@ -176,9 +189,62 @@ pub(crate) fn open_browser(url: &str) -> bool {
     }
 }
 
+/// The program and arguments `BROWSER` names for `url`; `None` when it
+/// names nothing. Split at white space (no quoting), the first of
+/// several commands separated by the platform's path separator.
+fn browser_command(value: &str, url: &str) -> Option<(String, Vec<String>)> {
+    let separator = if cfg!(windows) { ';' } else { ':' };
+    let first = value
+        .split(separator)
+        .map(str::trim)
+        .find(|c| !c.is_empty())?;
+    let mut words = first.split_whitespace().map(str::to_string);
+    let program = words.next()?;
+    let mut args: Vec<String> = words.collect();
+    if args.iter().any(|arg| arg.contains("%s")) {
+        for arg in &mut args {
+            *arg = arg.replace("%s", url);
+        }
+    } else {
+        args.push(url.to_string());
+    }
+    Some((program, args))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn browser_names_the_command_to_open_with() {
+        let url = "http://127.0.0.1:9/authorize?x=1";
+        let table: &[(&str, Option<(&str, &[&str])>)] = &[
+            ("firefox", Some(("firefox", &[url]))),
+            (
+                "node /t/browser.mjs",
+                Some(("node", &["/t/browser.mjs", url])),
+            ),
+            (
+                "open -a Safari %s --new",
+                Some(("open", &["-a", "Safari", url, "--new"])),
+            ),
+            ("", None),
+            (" : ", None),
+        ];
+        for (value, expected) in table {
+            let got = browser_command(value, url);
+            let expected = expected.map(|(program, args)| {
+                (
+                    program.to_string(),
+                    args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+                )
+            });
+            assert_eq!(got, expected, "{value:?}");
+        }
+        if !cfg!(windows) {
+            assert_eq!(browser_command("w3m:lynx", url).unwrap().0, "w3m");
+        }
+    }
 
     #[test]
     fn the_redirect_gives_its_code_only_with_the_right_state() {
