@@ -32,10 +32,15 @@
 //! - a first POST refused with `400`, `404` or `405` makes the bridge try
 //!   the older transport: a `GET` for the `endpoint` event, then POSTs to
 //!   that endpoint and every answer on the `GET` stream;
+//! - each POST carries the headers revision 2026-07-28 asks for beside the
+//!   message (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` and the message's own
+//!   `MCP-Protocol-Version`: [`headers`]), learnt from `tools/list`
+//!   answers where the server's tools ask for them;
 //! - with OAuth on, every request goes through the token source
 //!   ([`oauth`]): the bearer on it, and one retry after a `401` once the
 //!   tokens are renewed.
 
+mod headers;
 mod http;
 mod oauth;
 mod out;
@@ -61,9 +66,13 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::pipe::jsonrpc::{SERVER_GONE, TOO_LARGE};
+
+/// JSON-RPC's code for a request whose parameters cannot be sent as they
+/// are (a call to a tool the client refuses).
+const INVALID_PARAMS: i64 = -32602;
 use crate::proxy::Failure;
 use crate::proxy::StderrSink;
-use http::{Http, HttpError, MAX_ERROR_BODY_BYTES, next_chunk, short_text, shown};
+use http::{Http, HttpError, MAX_ERROR_BODY_BYTES, next_chunk, read_body, short_text, shown};
 use out::{BodyKind, BodyLines, Lines, Passed};
 
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -80,6 +89,11 @@ const MAX_RESUMES: u32 = 3;
 /// a stream carries no answer a request waits for, and may be quiet for
 /// hours.
 const QUIET_STREAM: Duration = Duration::from_secs(24 * 3600);
+
+/// The longest HTTP error body read as a JSON-RPC error for the request:
+/// far over a real one (an error with a list of versions), bounding what a
+/// failing server makes the proxy hold.
+const MAX_REFUSAL_BYTES: usize = 64 << 10;
 
 /// Bytes of lines in flight between the bridge and the proxy, each way.
 const PIPE_BYTES: usize = 256 << 10;
@@ -230,6 +244,7 @@ pub(crate) fn connect(
         limit: (!condensing).then_some(framer.max_frame_bytes()),
         lines: Lines::new(bridge_out),
         session: Mutex::new(Session::default()),
+        tools: Mutex::new(headers::ToolHeaders::default()),
         sink,
         gone: AtomicBool::new(false),
         control: control.clone(),
@@ -308,6 +323,8 @@ struct Shared {
     limit: Option<usize>,
     lines: Lines,
     session: Mutex<Session>,
+    /// The `x-mcp-header` marks of the server's tools.
+    tools: Mutex<headers::ToolHeaders>,
     sink: StderrSink,
     /// The server is gone (its session ended, or the older transport's
     /// stream broke): every later request fails at once.
@@ -451,6 +468,14 @@ impl Shared {
         request
             .headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let refused = headers::add(
+            &message.bytes,
+            &self.tools.lock().expect("tools"),
+            request.headers_mut(),
+        );
+        if let Err(why) = refused {
+            return self.fail_with(&message, INVALID_PARAMS, &why).await;
+        }
         let first = self.session.lock().expect("session").mode.is_none();
         let response = match self.http_send(request).await {
             Ok(response) => response,
@@ -462,6 +487,25 @@ impl Shared {
             }
         };
         let status = response.status();
+        let session_id = response.headers().get(SESSION_ID).cloned();
+        let mut response = Some(response);
+        let mut refusal = None;
+        if !status.is_success()
+            && !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+            && message.key.is_some()
+            && response.as_ref().map(body_kind) == Some(BodyKind::Json)
+        {
+            let body = response.take().expect("not taken yet").into_body();
+            match self.pass_refusal(body, &message).await {
+                Ok(()) => {
+                    if first {
+                        self.session.lock().expect("session").mode = Some(Mode::Streamable);
+                    }
+                    return;
+                }
+                Err(text) => refusal = Some(text),
+            }
+        }
         if first {
             if self.transport == Transport::Auto
                 && matches!(
@@ -485,8 +529,7 @@ impl Shared {
             }
             let mut session = self.session.lock().expect("session");
             session.mode = Some(Mode::Streamable);
-            if let Some(id) = response.headers().get(SESSION_ID) {
-                let mut id = id.clone();
+            if let Some(mut id) = session_id {
                 id.set_sensitive(true);
                 session.id = Some(id);
             }
@@ -503,20 +546,33 @@ impl Shared {
             self.control.abort();
             return;
         }
-        if !status.is_success() {
-            let mut body = response.into_body();
-            let text = short_text(&mut body, MAX_ERROR_BODY_BYTES, self.idle).await;
-            let why = match status {
-                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
-                    "{} refused the request: HTTP {status} (not authorized: see the OAuth lines above, or give --header 'Authorization: Bearer ${{TOKEN}}'){}",
-                    shown(&self.url),
-                    said(&text)
-                ),
-                _ => format!("{} answered HTTP {status}{}", shown(&self.url), said(&text)),
-            };
-            return self.fail(&message, &why).await;
-        }
-        let initialize = message.method.as_deref() == Some(b"initialize");
+        let response = match response {
+            Some(response) if status.is_success() => response,
+            response => {
+                let text = match (refusal, response) {
+                    (Some(text), _) => text,
+                    (None, Some(response)) => {
+                        let mut body = response.into_body();
+                        short_text(&mut body, MAX_ERROR_BODY_BYTES, self.idle).await
+                    }
+                    (None, None) => String::new(),
+                };
+                let why = match status {
+                    StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => format!(
+                        "{} refused the request: HTTP {status} (not authorized: see the OAuth lines above, or give --header 'Authorization: Bearer ${{TOKEN}}'){}",
+                        shown(&self.url),
+                        said(&text)
+                    ),
+                    _ => format!("{} answered HTTP {status}{}", shown(&self.url), said(&text)),
+                };
+                return self.fail(&message, &why).await;
+            }
+        };
+        let capture = match message.method.as_deref() {
+            Some(b"initialize") => Capture::Initialize,
+            Some(b"tools/list") => Capture::ToolsList,
+            _ => Capture::Nothing,
+        };
         let initialized = message.method.as_deref() == Some(b"notifications/initialized");
         if status == StatusCode::ACCEPTED || message.key.is_none() {
             // A notification or a response: nothing more comes, unless the
@@ -530,9 +586,12 @@ impl Shared {
         }
         let kind = body_kind(&response);
         let mut lines = BodyLines::new(self.lines.clone(), kind, self.max_depth).limit(self.limit);
-        lines.capture_messages = initialize;
+        lines.capture_messages = capture != Capture::Nothing;
+        if capture == Capture::ToolsList {
+            lines.capture_bytes = headers::MAX_TOOLS_LIST_BYTES;
+        }
         let answered = self
-            .read_answer(response.into_body(), &mut lines, &message, initialize)
+            .read_answer(response.into_body(), &mut lines, &message, capture)
             .await;
         if answered || message.key.is_none() {
             return;
@@ -557,7 +616,7 @@ impl Shared {
                 Ok(response) if response.status().is_success() => {
                     lines.reconnected();
                     if self
-                        .read_answer(response.into_body(), &mut lines, &message, false)
+                        .read_answer(response.into_body(), &mut lines, &message, Capture::Nothing)
                         .await
                     {
                         return;
@@ -576,6 +635,47 @@ impl Shared {
         self.fail(&message, &why).await;
     }
 
+    /// The JSON body of an HTTP error: passed on as `message`'s answer when
+    /// it is a JSON-RPC error for it (revision 2026-07-28 answers a request
+    /// for a revision the server lacks with `400` and `-32022`, naming the
+    /// ones it has: the host's client needs that to retry), else its text
+    /// for the proxy's own error.
+    async fn pass_refusal(&self, mut body: Incoming, message: &Outgoing) -> Result<(), String> {
+        let bytes = read_body(&mut body, MAX_REFUSAL_BYTES, self.idle)
+            .await
+            .map_err(|why| format!("(its body: {why})"))?;
+        #[derive(serde::Deserialize)]
+        struct Refusal {
+            id: serde_json::Value,
+            error: serde_json::Value,
+        }
+        let answers = serde_json::from_slice::<Refusal>(&bytes).is_ok_and(|refusal| {
+            refusal.error.is_object()
+                && message.id.as_deref().is_some_and(|id| {
+                    serde_json::from_slice::<serde_json::Value>(id).ok() == Some(refusal.id)
+                })
+        });
+        if !answers {
+            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_ERROR_BODY_BYTES)]);
+            return Err(text.trim().to_string());
+        }
+        let mut lines = BodyLines::new(self.lines.clone(), BodyKind::Json, self.max_depth);
+        lines.push(&bytes).await;
+        let (passed, _) = lines.end().await;
+        if passed
+            .iter()
+            .any(|p| matches!(p, Passed::Message { valid: true, .. }))
+        {
+            Ok(())
+        } else {
+            Err(
+                String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_ERROR_BODY_BYTES)])
+                    .trim()
+                    .to_string(),
+            )
+        }
+    }
+
     /// Reads a body into the lines; true when it answered `message`'s
     /// request with a valid message. A stalled or broken body is ended and
     /// reported to stderr.
@@ -584,7 +684,7 @@ impl Shared {
         mut body: Incoming,
         lines: &mut BodyLines,
         message: &Outgoing,
-        initialize: bool,
+        capture: Capture,
     ) -> bool {
         let mut answered = false;
         // Notes what a body passed on; true if a message was over the limit.
@@ -596,11 +696,21 @@ impl Shared {
                     Passed::Oversize => oversize = true,
                     Passed::Captured(data) => captured = Some(data),
                     Passed::Message { envelope, valid } => {
-                        if initialize
-                            && is_answer(&envelope, message)
-                            && let Some(version) = captured.take().and_then(protocol_version)
+                        if is_answer(&envelope, message)
+                            && let Some(data) = captured.take()
                         {
-                            self.session.lock().expect("session").protocol_version = Some(version);
+                            match capture {
+                                Capture::Initialize => {
+                                    if let Some(version) = protocol_version(data) {
+                                        self.session.lock().expect("session").protocol_version =
+                                            Some(version);
+                                    }
+                                }
+                                Capture::ToolsList => {
+                                    self.tools.lock().expect("tools").learn(&data);
+                                }
+                                Capture::Nothing => {}
+                            }
                         }
                         if valid && is_answer(&envelope, message) {
                             *answered = true;
@@ -908,6 +1018,16 @@ fn body_kind(response: &Response<Incoming>) -> BodyKind {
     } else {
         BodyKind::Json
     }
+}
+
+/// Which answer is read for the bridge itself as well.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Capture {
+    Nothing,
+    /// The protocol version, for the later requests' headers.
+    Initialize,
+    /// The tools' `x-mcp-header` marks ([`headers`]).
+    ToolsList,
 }
 
 /// `result.protocolVersion` of an initialize answer.

@@ -108,6 +108,9 @@ pub(crate) struct BodyLines {
     capturing: bool,
     /// Keep the first [`CAPTURE_BYTES`] of each message's data as well.
     pub(crate) capture_messages: bool,
+    /// How much of a captured message is kept; [`CAPTURE_BYTES`] unless
+    /// the caller needs more (a `tools/list` answer's schemas).
+    pub(crate) capture_bytes: usize,
     captured: Vec<u8>,
     passed: Vec<Passed>,
     /// The longest message passed on whole, when the proxy does not
@@ -143,6 +146,7 @@ impl BodyLines {
             capture_type: None,
             capturing: false,
             capture_messages: false,
+            capture_bytes: CAPTURE_BYTES,
             captured: Vec::new(),
             passed: Vec::new(),
             limit: None,
@@ -230,6 +234,7 @@ impl BodyLines {
             capture_type,
             capturing,
             capture_messages,
+            capture_bytes,
             captured,
             passed,
             retry_ms,
@@ -251,7 +256,7 @@ impl BodyLines {
                     _ => (&b"\n"[..], &b" "[..]),
                 };
                 if *capturing || *capture_messages && !*skipping {
-                    let room = CAPTURE_BYTES.saturating_sub(captured.len());
+                    let room = capture_bytes.saturating_sub(captured.len());
                     captured.extend_from_slice(&kept[..kept.len().min(room)]);
                 }
                 if !*skipping {
@@ -317,7 +322,7 @@ impl BodyLines {
         let capture = self.capture_messages;
         let captured = &mut self.captured;
         if capture {
-            let room = CAPTURE_BYTES.saturating_sub(captured.len());
+            let room = self.capture_bytes.saturating_sub(captured.len());
             captured.extend_from_slice(
                 &self.pending[start..][..(self.pending.len() - start).min(room)],
             );
