@@ -150,6 +150,13 @@ cargo build --quiet -p drainpipe-cli --bin drainpipe
 DRAINPIPE_REQUIRE_PEERS=1 DRAINPIPE_BIN="$PWD/target/debug/drainpipe" \
     node --test tests/peers/node/guarded-transport.test.mjs
 
+step "the official MCP conformance suite's client scenarios through proxy --url"
+# tests/conformance: every scenario requirements 2025-11-25 and 2026-07-28
+# score, and the 2025-03-26 back-compat ones, with no expected-failures
+# file: an official TypeScript SDK client (1.x, and 2.x for 2026-07-28)
+# on stdio through target/debug/drainpipe, a browser stand-in approving.
+bash tests/conformance/run.sh "$PWD/target/debug/drainpipe"
+
 step "release packages: npm tarballs and the wheel, installed offline, under the SDK client"
 # release/test-packages.sh builds the Linux x86_64 wheel and npm packages
 # with release/dist.sh (its own build directory, target/dist), installs

@@ -1,0 +1,15 @@
+// The browser's part of an authorization, for the conformance suite's auth
+// scenarios (which approve at once): GETs the URL to approve without
+// following the redirect, then GETs the redirect's `Location`, the proxy's
+// loopback callback. The proxy runs it as `BROWSER` with the URL as its
+// last argument. Exit 0 when the callback answered.
+const authorize = process.argv[process.argv.length - 1];
+const answer = await fetch(authorize, { redirect: "manual" });
+const location = answer.headers.get("location");
+if (!location) {
+  console.error(`browser: the authorization endpoint answered ${answer.status} without a redirect`);
+  process.exit(1);
+}
+const back = await fetch(location);
+await back.text();
+process.exit(back.ok ? 0 : 1);

