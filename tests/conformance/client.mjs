@@ -11,7 +11,7 @@
 // - The 2025 revisions: the SDK 1.x `Client` (initialize, tools/list, a
 //   tools/call). The 2026-07-28 revision: the SDK 2.x `Client` pinned to
 //   that revision (server/discover, no initialize).
-// - The browser: `BROWSER` names browser.mjs, which the proxy runs with the
+// - The browser: `BROWSER` names tests/peers/node/browser.mjs, which the proxy runs with the
 //   URL to approve (as it runs a user's browser); it GETs the URL without
 //   following the redirect, then the `Location` (the proxy's loopback
 //   callback), as the suite's auth scenarios expect. Every proxy the SDK
@@ -50,7 +50,7 @@ const CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json
 
 const dir = mkdtempSync(join(tmpdir(), "drainpipe-conformance-"));
 const args = ["proxy", "--oauth-dir", join(dir, "oauth"), "--oauth-client-metadata-url", CLIENT_METADATA_URL];
-const browser = join(dirname(fileURLToPath(import.meta.url)), "browser.mjs");
+const browser = join(dirname(fileURLToPath(import.meta.url)), "..", "peers", "node", "browser.mjs");
 const env = { ...process.env, BROWSER: `${process.execPath} ${browser}` };
 delete env.DRAINPIPE_NO_BROWSER;
 if (context.client_id) {

@@ -64,9 +64,9 @@ run "auth/2025-03-26-oauth-metadata-backcompat" --scenario auth/2025-03-26-oauth
 run "auth/2025-03-26-oauth-endpoint-fallback" --scenario auth/2025-03-26-oauth-endpoint-fallback
 
 # No proxy or browser stand-in outlives its scenario.
-if pgrep -f "$here/browser.mjs" >/dev/null || pgrep -f -- "--oauth-client-metadata-url" >/dev/null; then
+if pgrep -f "peers/node/browser.mjs" >/dev/null || pgrep -f -- "--oauth-client-metadata-url" >/dev/null; then
     echo "conformance: a proxy or browser stand-in was left running" >&2
-    pgrep -af -- "--oauth-client-metadata-url|$here/browser.mjs" >&2 || true
+    pgrep -af -- "--oauth-client-metadata-url|peers/node/browser.mjs" >&2 || true
     failed=1
 fi
 exit "$failed"

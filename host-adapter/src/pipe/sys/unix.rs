@@ -166,6 +166,18 @@ pub(crate) fn create_private_file(path: &Path) -> io::Result<fs::File> {
         .open(path)
 }
 
+/// Opens (creating if missing) a file only this user can read or write
+/// (mode 0600), for an advisory lock; its content is never read.
+pub(crate) fn open_lock_file(path: &Path) -> io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+}
+
 /// Whether what `metadata` describes belongs to this process's user.
 pub(crate) fn owned_by_me(metadata: &fs::Metadata) -> bool {
     metadata.uid() == nix::unistd::getuid().as_raw()

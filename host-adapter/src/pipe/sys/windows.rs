@@ -205,6 +205,17 @@ pub(crate) fn create_private_file(path: &Path) -> io::Result<fs::File> {
         .open(path)
 }
 
+/// Opens (creating if missing) a file for an advisory lock (private as its
+/// directory is); its content is never read.
+pub(crate) fn open_lock_file(path: &Path) -> io::Result<fs::File> {
+    fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+}
+
 /// Everything in the user's own temp dir is the user's.
 pub(crate) fn owned_by_me(_metadata: &fs::Metadata) -> bool {
     true

@@ -135,8 +135,14 @@ const AUTHORIZE_WITHIN: Duration = Duration::from_secs(300);
 const MAX_DOCUMENT_BYTES: usize = 256 << 10;
 
 /// An access token this close to its expiry is refreshed before it is
-/// sent, in seconds: a token that expires in flight costs a round trip.
+/// sent, in seconds (a quarter of its life if that is shorter): a token
+/// that expires in flight costs a round trip.
 const REFRESH_EARLY_SECS: u64 = 60;
+
+/// How much longer than an authorization a proxy waits for another one
+/// holding the lock on a shared token record: past it, its request fails
+/// with an error rather than waiting without end for a process that hangs.
+const LOCK_MARGIN: Duration = Duration::from_secs(60);
 
 /// Step-ups (`403 insufficient_scope` → a new authorization with more
 /// scopes) in a row without a request getting through: a server that
@@ -283,13 +289,9 @@ impl TokenSource {
     /// expire first; returns the tokens' generation.
     async fn add_bearer(&self, request: &mut Request<Full<Bytes>>) -> u64 {
         let mut state = self.state.lock().await;
-        let expiring = state.record.tokens.as_ref().is_some_and(|tokens| {
-            tokens.refresh_token.is_some()
-                && tokens
-                    .expires_at
-                    .is_some_and(|at| at <= now() + REFRESH_EARLY_SECS)
-        });
-        if expiring && let Err(why) = self.refresh(&mut state).await {
+        if state.record.tokens.as_ref().is_some_and(due_for_refresh)
+            && let Err(why) = self.refresh_due(&mut state).await
+        {
             self.sink.line(&format!("OAuth: {why}"));
         }
         let target = Url::parse(&request.uri().to_string());
@@ -303,12 +305,27 @@ impl TokenSource {
         state.generation
     }
 
+    /// Refreshes tokens due for it, unless another proxy sharing the store
+    /// already did: then its tokens are taken.
+    async fn refresh_due(&self, state: &mut State) -> Result<(), String> {
+        let _locked = self.lock_store().await?;
+        if self.take_stored(state) && !state.record.tokens.as_ref().is_some_and(due_for_refresh) {
+            return Ok(());
+        }
+        self.refresh(state).await
+    }
+
     /// After a `401` for a request sent with generation `sent`: true when
-    /// there are new tokens to retry with.
+    /// there are new tokens to retry with (renewed here, in this process
+    /// meanwhile, or by another proxy sharing the store).
     async fn renew(&self, sent: u64, challenge: &Challenge) -> Result<bool, String> {
         let mut state = self.state.lock().await;
         if state.generation != sent {
             // Renewed while this request was out.
+            return Ok(true);
+        }
+        let _locked = self.lock_store().await?;
+        if self.take_stored(&mut state) {
             return Ok(true);
         }
         let refreshable = state
@@ -326,6 +343,47 @@ impl TokenSource {
         Ok(true)
     }
 
+    /// The lock on this server's record, shared with every proxy using the
+    /// same store: held while tokens are renewed (an authorization in the
+    /// browser included, so that the others wait for it and use its tokens
+    /// rather than asking the user again).
+    async fn lock_store(&self) -> Result<store::Locked, String> {
+        self.store
+            .lock(self.server.as_str(), AUTHORIZE_WITHIN + LOCK_MARGIN)
+            .await
+            .map_err(|error| {
+                format!(
+                    "locking the token record in {}: {error}",
+                    self.store.dir().display()
+                )
+            })
+    }
+
+    /// Reads the record afresh (under the lock): when another proxy stored
+    /// other tokens than those held here, they are newer (every write is
+    /// made under the lock from what was read under it) and are taken;
+    /// true then. A client another proxy registered is taken either way.
+    fn take_stored(&self, state: &mut State) -> bool {
+        let stored = self.store.load(self.server.as_str());
+        let held = state.record.tokens.as_ref().map(|t| &t.access_token);
+        let theirs = stored.tokens.as_ref().map(|t| &t.access_token);
+        let pre_registered = self.config.client.as_ref().map(|c| &c.id);
+        let their_client = stored.client.as_ref().map(|c| &c.client_id);
+        if pre_registered.is_some() && their_client != pre_registered {
+            // Another client's tokens (an older configuration): not ours.
+            return false;
+        }
+        if theirs.is_some() && theirs != held {
+            state.record = stored;
+            state.generation += 1;
+            return true;
+        }
+        if stored.client.is_some() {
+            state.record.client = stored.client;
+        }
+        false
+    }
+
     /// After a `403 insufficient_scope` for a request sent with generation
     /// `sent`: authorizes again for the scopes held and the ones asked
     /// (SEP-2350), unless it asks for nothing new or the step-ups in a row
@@ -335,6 +393,8 @@ impl TokenSource {
         if state.generation != sent {
             return Ok(true);
         }
+        let _locked = self.lock_store().await?;
+        self.take_stored(&mut state);
         let held = state
             .record
             .tokens
@@ -883,15 +943,30 @@ impl Granted {
         resource: String,
         asked: Option<String>,
     ) -> Tokens {
+        let now = now();
         Tokens {
             access_token: self.access_token,
             refresh_token: self.refresh_token,
-            expires_at: self.expires_in.map(|secs| now() + secs),
+            expires_at: self.expires_in.map(|secs| now + secs),
+            refresh_at: self
+                .expires_in
+                .map(|secs| now + secs - REFRESH_EARLY_SECS.min(secs / 4)),
             token_endpoint,
             resource,
             scope: self.scope.or(asked),
         }
     }
+}
+
+/// Whether `tokens` are to be refreshed before they are sent: they can be,
+/// and their refresh time has come.
+fn due_for_refresh(tokens: &Tokens) -> bool {
+    let at = tokens.refresh_at.or_else(|| {
+        tokens
+            .expires_at
+            .map(|at| at.saturating_sub(REFRESH_EARLY_SECS))
+    });
+    tokens.refresh_token.is_some() && at.is_some_and(|at| at <= now())
 }
 
 /// What discovery found, every document checked.
@@ -1114,6 +1189,7 @@ mod tests {
             token_endpoint: format!("{base}/token"),
             resource: server.clone(),
             scope: None,
+            refresh_at: None,
         });
         store.save(&record).unwrap();
         let config = OAuthConfig {

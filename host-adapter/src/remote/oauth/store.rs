@@ -2,12 +2,22 @@
 //! one JSON file per server URL in a directory only this user can open
 //! (0700), the file only this user can read (0600), replaced atomically.
 //!
+//! Several proxies may share a record (two host windows, two hosts, a
+//! client that starts its server twice). Renewing tokens is done under an
+//! advisory lock on a `.lock` file beside the record ([`Store::lock`]),
+//! after reading the record afresh: a proxy whose tokens another one
+//! renewed takes those instead of spending a refresh token that was
+//! already used (servers that rotate refresh tokens refuse it, and the
+//! refusal would erase the good tokens), and every record written derives
+//! from the newest one.
+//!
 //! The default directory is `$XDG_CONFIG_HOME/drainpipe/oauth`, else
 //! `~/.config/drainpipe/oauth` (`%APPDATA%\drainpipe\oauth` on Windows).
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -56,6 +66,11 @@ pub(crate) struct Tokens {
     pub(crate) token_endpoint: String,
     /// The `resource` they were issued for (RFC 8707).
     pub(crate) resource: String,
+    /// When to refresh the access token before it is sent, in seconds since
+    /// the Unix epoch: a little before it expires (a token that expires in
+    /// flight costs a round trip).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) refresh_at: Option<u64>,
     /// The scopes granted (or, when the server did not say, asked for):
     /// a step-up asks for these and the new ones together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,6 +165,42 @@ impl Store {
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// Takes the lock on `server`'s record, held until the [`Locked`] is
+    /// dropped (or the process ends: the system releases it), waiting at
+    /// most `within` for another process to release it.
+    pub(crate) async fn lock(&self, server: &str, within: Duration) -> io::Result<Locked> {
+        self.make_dir()?;
+        let file = sys::open_lock_file(&self.path(server).with_extension("lock"))?;
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Locked { _file: file }),
+                Err(fs::TryLockError::WouldBlock) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(LOCK_POLL).await;
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "another drainpipe has been renewing these tokens for over {} s",
+                            within.as_secs()
+                        ),
+                    ));
+                }
+                Err(fs::TryLockError::Error(error)) => return Err(error),
+            }
+        }
+    }
+}
+
+/// How often a proxy waiting for another one's lock tries again: short
+/// beside a token request, long enough not to spin.
+const LOCK_POLL: Duration = Duration::from_millis(20);
+
+/// The lock on one record; released when dropped (closing the file).
+pub(crate) struct Locked {
+    _file: fs::File,
 }
 
 /// A record another user could have written or read is not trusted.
@@ -188,6 +239,7 @@ mod tests {
             token_endpoint: "https://auth.example/token".into(),
             resource: server.into(),
             scope: None,
+            refresh_at: None,
         });
         store.save(&record).unwrap();
         store.save(&record).unwrap();
@@ -203,6 +255,44 @@ mod tests {
             assert_eq!(mode(&name), 0o600);
         }
         assert_eq!(fs::read_dir(store.dir()).unwrap().count(), 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn one_holder_of_a_records_lock_at_a_time() {
+        let dir = std::env::temp_dir().join(format!("drainpipe-oauth-lock-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let store = Store::new(Some(dir.join("oauth"))).unwrap();
+        let server = "https://a.example/mcp";
+        let held = store.lock(server, Duration::from_secs(1)).await.unwrap();
+        // Another open file description (as another process has) waits,
+        // then gives up with an error that says why.
+        let waited = tokio::time::Instant::now();
+        let error = store
+            .lock(server, Duration::from_millis(200))
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert!(waited.elapsed() >= Duration::from_millis(200));
+        // Another record's lock is free.
+        drop(
+            store
+                .lock("https://b.example/mcp", Duration::ZERO)
+                .await
+                .unwrap(),
+        );
+        drop(held);
+        drop(store.lock(server, Duration::ZERO).await.unwrap());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let lock = store.path(server).with_extension("lock");
+            assert_eq!(
+                fs::metadata(lock).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
+        }
         fs::remove_dir_all(&dir).unwrap();
     }
 }
