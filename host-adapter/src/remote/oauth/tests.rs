@@ -2,6 +2,11 @@
 //! that each check stops the flow where it must.
 
 use super::*;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
+use hyper::header::AUTHORIZATION;
+use sha2::{Digest, Sha256};
+use store::Client;
 
 #[test]
 fn pkce_verifiers_are_43_url_safe_characters() {
