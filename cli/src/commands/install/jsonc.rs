@@ -31,7 +31,10 @@ use jsonc_parser::common::Ranged;
 use jsonc_parser::{CollectOptions, ParseOptions};
 use serde_json::Value as Json;
 
-use super::remote::{Reference, Remote, header_value, remote_of};
+use super::remote::{
+    OAuthBlock, Reference, Remote, SECRET_VARIABLE, header_value, loopback_port, oauth_args,
+    oauth_block, remote_of,
+};
 use super::wrap::{
     Action, Edit, EditError, ParseError, ServerReport, Wrapper, original_command_index,
     show_command, wrapper_of,
@@ -177,6 +180,8 @@ struct RemoteTarget<'t, 'a> {
     type_prop: Option<&'t ObjectProp<'a>>,
     headers_prop: Option<&'t ObjectProp<'a>>,
     env_prop: Option<&'t ObjectProp<'a>>,
+    /// Gemini CLI's and Claude Code's OAuth client settings.
+    oauth_prop: Option<&'t ObjectProp<'a>>,
     /// Keys from the root to `object`.
     path: Vec<String>,
 }
@@ -379,10 +384,28 @@ fn wrap_remote_entry(
     if !dialect.expands_env() {
         references.clear();
     }
+    let (oauth, oauth_references, literal_secret) = match target.oauth_prop {
+        None => (Vec::new(), Vec::new(), None),
+        Some(prop) => match read_oauth_block(&prop.value) {
+            Ok(block) => oauth_args(&block),
+            Err(reason) => return skipped(&reason),
+        },
+    };
+    if dialect.expands_env() {
+        for reference in oauth_references {
+            if !references.iter().any(|seen| seen.name == reference.name) {
+                references.push(reference);
+            }
+        }
+    }
+    if literal_secret.is_some() && env.is_some_and(|env| get(env, SECRET_VARIABLE).is_some()) {
+        return skipped(&format!("its env already sets {SECRET_VARIABLE}"));
+    }
     references.retain(|reference| env.is_none_or(|env| get(env, &reference.name).is_none()));
     let remote = Remote {
         url: target.url.clone(),
         headers,
+        oauth,
     };
     let args = wrapper.remote_args(&remote);
     let words: Vec<String> = args.iter().map(|word| quote(word)).collect();
@@ -405,38 +428,55 @@ fn wrap_remote_entry(
         splices.push(Splice::replace(range.start, range.end, quote("stdio")));
         change.set.push(("type".to_string(), Json::from("stdio")));
     }
-    let pairs: Vec<String> = references
+    // The variables the proxy reads: header and OAuth references, and a
+    // literal client secret moved out of the arguments.
+    let mut variables: Vec<(String, String)> = references
         .iter()
-        .map(|reference| format!("{}: {}", quote(&reference.name), quote(&reference.spelled)))
+        .map(|reference| (reference.name.clone(), reference.spelled.clone()))
+        .collect();
+    if let Some(secret) = literal_secret {
+        variables.push((SECRET_VARIABLE.to_string(), secret));
+    }
+    let pairs: Vec<String> = variables
+        .iter()
+        .map(|(name, value)| format!("{}: {}", quote(name), quote(value)))
         .collect();
     let mut new_env = match target.env_prop.map(|prop| data(&prop.value)) {
         Some(Json::Object(map)) => map,
         _ => serde_json::Map::new(),
     };
-    for reference in &references {
-        new_env.insert(
-            reference.name.clone(),
-            Json::from(reference.spelled.clone()),
-        );
+    for (name, value) in &variables {
+        new_env.insert(name.clone(), Json::from(value.clone()));
     }
-    if let Some(headers_prop) = target.headers_prop {
-        change.remove.push("headers".to_string());
-        match env {
-            None if !pairs.is_empty() => splices.push(Splice::replace(
-                headers_prop.range.start,
-                headers_prop.range.end,
+    // `headers` and `oauth` go; the first one gives its place to a new
+    // `env` when the entry has none.
+    let mut env_placed = env.is_some() || pairs.is_empty();
+    let mut removed = Vec::new();
+    for (key, prop) in [
+        ("headers", target.headers_prop),
+        ("oauth", target.oauth_prop),
+    ] {
+        let Some(prop) = prop else { continue };
+        change.remove.push(key.to_string());
+        if env_placed {
+            removed.push(prop);
+        } else {
+            splices.push(Splice::replace(
+                prop.range.start,
+                prop.range.end,
                 format!("\"env\": {{ {} }}", pairs.join(", ")),
-            )),
-            _ => splices.extend(remove_property(body, target.object, headers_prop)),
+            ));
+            env_placed = true;
         }
-        if let Some(env) = env
-            && !pairs.is_empty()
-        {
-            splices.push(insert_properties(body, newline, env, &pairs));
-        }
-        if !pairs.is_empty() {
-            change.set.push(("env".to_string(), Json::Object(new_env)));
-        }
+    }
+    splices.extend(remove_properties(body, target.object, &removed));
+    if let Some(env) = env
+        && !pairs.is_empty()
+    {
+        splices.push(insert_properties(body, newline, env, &pairs));
+    }
+    if !pairs.is_empty() {
+        change.set.push(("env".to_string(), Json::Object(new_env)));
     }
     (Action::Wrapped, Some((splices, change)))
 }
@@ -591,24 +631,70 @@ fn unwrap_remote_entry(
         format!("\"url\": {}", quote(&remote.url)),
     )];
     let args_prop = target.args_prop.expect("a wrapped entry has arguments");
-    if headers.is_empty() {
-        splices.extend(remove_property(body, target.object, args_prop));
-    }
+    // What replaces `args`: `headers`, then `oauth`, each if there is one.
+    let mut replacing = Vec::new();
     if !headers.is_empty() {
         let pairs: Vec<String> = headers
             .iter()
             .map(|(name, value)| format!("{}: {}", quote(name), quote(value)))
             .collect();
-        splices.push(Splice::replace(
-            args_prop.range.start,
-            args_prop.range.end,
-            format!("\"headers\": {{ {} }}", pairs.join(", ")),
-        ));
+        replacing.push(format!("\"headers\": {{ {} }}", pairs.join(", ")));
         let map: serde_json::Map<String, Json> = headers
             .into_iter()
             .map(|(name, value)| (name, Json::from(value)))
             .collect();
         change.set.push(("headers".to_string(), Json::Object(map)));
+    }
+    if let Some(block) = oauth_block(&remote.oauth) {
+        // The secret as the file had it: the literal kept in `env`, else
+        // the reference as `env` spells it.
+        let secret = block.client_secret.as_ref().map(|secret| {
+            let literal = env.iter().find_map(|prop| match &prop.value {
+                Value::StringLit(value)
+                    if prop.name.as_str() == SECRET_VARIABLE
+                        && *secret == format!("${{{SECRET_VARIABLE}}}") =>
+                {
+                    Some(value.value.to_string())
+                }
+                _ => None,
+            });
+            literal.unwrap_or_else(|| respell(secret))
+        });
+        let mut map = serde_json::Map::new();
+        if block.disabled {
+            map.insert("enabled".to_string(), Json::Bool(false));
+        }
+        if let Some(id) = &block.client_id {
+            map.insert("clientId".to_string(), Json::from(respell(id)));
+        }
+        if let Some(secret) = secret {
+            map.insert("clientSecret".to_string(), Json::from(secret));
+        }
+        if !block.scopes.is_empty() {
+            map.insert("scopes".to_string(), Json::from(block.scopes.clone()));
+        }
+        let mut intended = map.clone();
+        if let Some(port) = block.callback_port {
+            map.insert("callbackPort".to_string(), Json::from(port));
+            // As `data` reads a number back (its text, marked).
+            intended.insert(
+                "callbackPort".to_string(),
+                Json::String(format!("\u{0}number {port}")),
+            );
+        }
+        replacing.push(format!("\"oauth\": {}", Json::Object(map)));
+        change
+            .set
+            .push(("oauth".to_string(), Json::Object(intended)));
+    }
+    if replacing.is_empty() {
+        splices.extend(remove_property(body, target.object, args_prop));
+    } else {
+        splices.push(Splice::replace(
+            args_prop.range.start,
+            args_prop.range.end,
+            replacing.join(", "),
+        ));
     }
     if let Some(prop) = get(target.object, "type")
         && let Value::StringLit(kind) = &prop.value
@@ -619,6 +705,53 @@ fn unwrap_remote_entry(
         change.set.push(("type".to_string(), Json::from("http")));
     }
     (splices, change)
+}
+
+/// An entry's `oauth` block: `clientId`, `clientSecret`, `scopes`,
+/// `callbackPort` (or a loopback `redirectUri`'s port) and `enabled`.
+/// Static endpoints (`authorizationUrl`, `tokenUrl`) are left to
+/// discovery, which the proxy always does; other keys are ignored.
+fn read_oauth_block(value: &Value<'_>) -> Result<OAuthBlock, String> {
+    let Value::Object(object) = value else {
+        return Err("oauth is not an object".to_string());
+    };
+    let text = |name: &str| match get(object, name).map(|prop| &prop.value) {
+        None => Ok(None),
+        Some(Value::StringLit(text)) => Ok(Some(text.value.to_string())),
+        Some(_) => Err(format!("oauth.{name} is not a string")),
+    };
+    let mut block = OAuthBlock {
+        disabled: matches!(
+            get(object, "enabled").map(|prop| &prop.value),
+            Some(Value::BooleanLit(flag)) if !flag.value
+        ),
+        client_id: text("clientId")?,
+        client_secret: text("clientSecret")?,
+        ..OAuthBlock::default()
+    };
+    match get(object, "scopes").map(|prop| &prop.value) {
+        None => {}
+        Some(Value::Array(array)) => {
+            for element in &array.elements {
+                let Value::StringLit(scope) = element else {
+                    return Err("oauth.scopes holds something other than strings".to_string());
+                };
+                block.scopes.push(scope.value.to_string());
+            }
+        }
+        Some(_) => return Err("oauth.scopes is not a list".to_string()),
+    }
+    block.callback_port = match get(object, "callbackPort").map(|prop| &prop.value) {
+        Some(Value::NumberLit(number)) => Some(
+            number
+                .value
+                .parse()
+                .map_err(|_| "oauth.callbackPort is not a port".to_string())?,
+        ),
+        Some(_) => return Err("oauth.callbackPort is not a number".to_string()),
+        None => text("redirectUri")?.as_deref().and_then(loopback_port),
+    };
+    Ok(block)
 }
 
 /// Sorts out an entry: a stdio server to edit, or why it is left alone.
@@ -644,6 +777,7 @@ fn classify<'t, 'a>(
                 type_prop,
                 headers_prop: get(entry, "headers"),
                 env_prop: get(entry, "env"),
+                oauth_prop: get(entry, "oauth"),
                 path,
             }));
         }
@@ -857,8 +991,41 @@ fn insert_args_after(
 /// line when the property has a line to itself, else just the property and
 /// one comma. The inverse of [`insert_args_after`].
 fn remove_property(body: &str, object: &Object<'_>, prop: &ObjectProp<'_>) -> Vec<Splice> {
-    let start = prop.range.start;
-    let end = prop.range.end;
+    remove_span(body, object, prop.range.start, prop.range.end)
+}
+
+/// [`remove_property`] for several properties of `object` at once: runs of
+/// neighbours go as one, so that no two removals claim the same comma.
+fn remove_properties(body: &str, object: &Object<'_>, props: &[&ObjectProp<'_>]) -> Vec<Splice> {
+    let index = |prop: &ObjectProp<'_>| {
+        object
+            .properties
+            .iter()
+            .position(|other| other.range.start == prop.range.start)
+            .expect("a property of the object")
+    };
+    let mut sorted: Vec<usize> = props.iter().map(|prop| index(prop)).collect();
+    sorted.sort_unstable();
+    let mut splices = Vec::new();
+    let mut run = 0;
+    while run < sorted.len() {
+        let mut last = run;
+        while last + 1 < sorted.len() && sorted[last + 1] == sorted[last] + 1 {
+            last += 1;
+        }
+        let (first, end) = (
+            &object.properties[sorted[run]],
+            &object.properties[sorted[last]],
+        );
+        splices.extend(remove_span(body, object, first.range.start, end.range.end));
+        run = last + 1;
+    }
+    splices
+}
+
+/// Removes the text `start..end` (whole properties of `object`) with the
+/// comma that kept it apart, and its line when it had lines of its own.
+fn remove_span(body: &str, object: &Object<'_>, start: usize, end: usize) -> Vec<Splice> {
     let own_line = is_blank(&body[line_start(body, start)..start]);
     let after = skip_trivia(body, end);
     if body[after..].starts_with(',') && !body[end..after].contains('\n') {
@@ -1487,6 +1654,76 @@ mod tests {
             proxy_args: vec!["--clip".into(), "8000".into()],
             remote: true,
         }
+    }
+
+    #[test]
+    fn oauth_blocks_become_proxy_options_with_the_secret_out_of_the_arguments() {
+        // Gemini CLI's block with a literal secret; Claude Code's with a
+        // client id and a callback port; one that turns OAuth off.
+        let text = r#"{
+  "mcpServers": {
+    "webex": {
+      "url": "https://mcp.webex.example/mcp",
+      "oauth": {
+        "enabled": true,
+        "clientId": "C0ffee",
+        "clientSecret": "s3cret-value",
+        "scopes": ["spark:mcp", "offline_access"]
+      }
+    },
+    "github": {
+      "type": "http",
+      "url": "https://api.githubcopilot.com/mcp/",
+      "headers": { "X-Team": "core" },
+      "oauth": { "clientId": "Iv23li", "callbackPort": 33418 }
+    },
+    "plain": { "url": "https://p.example/mcp", "oauth": { "enabled": false } }
+  }
+}
+"#;
+        let edit = wrap(text, Dialect::McpServers, &remote_wrapper()).unwrap();
+        let wrapped = r#"{
+  "mcpServers": {
+    "webex": {
+      "command": "/usr/local/bin/drainpipe",
+      "args": ["proxy", "--clip", "8000", "--url", "https://mcp.webex.example/mcp", "--oauth-client-id", "C0ffee", "--oauth-client-secret", "${DRAINPIPE_OAUTH_CLIENT_SECRET}", "--oauth-scope", "spark:mcp offline_access"],
+      "env": { "DRAINPIPE_OAUTH_CLIENT_SECRET": "s3cret-value" }
+    },
+    "github": {
+      "type": "stdio",
+      "command": "/usr/local/bin/drainpipe",
+      "args": ["proxy", "--clip", "8000", "--url", "https://api.githubcopilot.com/mcp/", "--header", "X-Team: core", "--oauth-client-id", "Iv23li", "--oauth-port", "33418"]
+    },
+    "plain": { "command": "/usr/local/bin/drainpipe", "args": ["proxy", "--clip", "8000", "--url", "https://p.example/mcp", "--no-oauth"] }
+  }
+}
+"#;
+        assert_eq!(edit.text, wrapped);
+        // The secret is in `env` only, never in the arguments.
+        let args_line = edit.text.lines().find(|l| l.contains("C0ffee")).unwrap();
+        assert!(!args_line.contains("s3cret-value"));
+        // In place, the blocks come back (the backup restores the bytes).
+        let back = unwrap(&edit.text, Dialect::McpServers, &remote_wrapper()).unwrap();
+        assert!(
+            back.text.contains(r#""oauth": {"clientId":"C0ffee","clientSecret":"s3cret-value","scopes":["spark:mcp","offline_access"]}"#),
+            "{}",
+            back.text
+        );
+        assert!(
+            back.text
+                .contains(r#""oauth": {"callbackPort":33418,"clientId":"Iv23li"}"#),
+            "{}",
+            back.text
+        );
+        assert!(
+            back.text.contains(r#""oauth": {"enabled":false}"#),
+            "{}",
+            back.text
+        );
+        // An entry whose `env` already names the variable is left alone.
+        let taken = r#"{ "mcpServers": { "x": { "url": "https://x.example/mcp", "env": { "DRAINPIPE_OAUTH_CLIENT_SECRET": "a" }, "oauth": { "clientSecret": "b" } } } }"#;
+        let edit = wrap(taken, Dialect::McpServers, &remote_wrapper()).unwrap();
+        assert_eq!(edit.text, taken);
     }
 
     #[test]

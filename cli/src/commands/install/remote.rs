@@ -1,6 +1,16 @@
 //! Remote servers behind the proxy. `install --remote` turns an entry that
 //! names a URL into a stdio entry that runs `drainpipe proxy --url URL
-//! [--header 'Name: value' …]`; `uninstall` reads those words back.
+//! [--header 'Name: value' …] [--oauth-… …]`; `uninstall` reads those words
+//! back.
+//!
+//! An entry's `oauth` block (Gemini CLI's and Claude Code's: `clientId`,
+//! `clientSecret`, `scopes`, `callbackPort`, `enabled`) becomes the proxy's
+//! `--oauth-client-id`, `--oauth-client-secret`, `--oauth-scope`,
+//! `--oauth-port` and `--no-oauth`. A client secret written in the file
+//! moves into the entry's `env` as [`SECRET_VARIABLE`] and the argument
+//! names it (`${DRAINPIPE_OAUTH_CLIENT_SECRET}`): a process's arguments
+//! are readable by every user of the machine (`ps`), its environment is
+//! not.
 //!
 //! Header values are copied as the file spells them, with one exception: a
 //! reference to an environment variable in the host's syntax (`${env:NAME}`
@@ -19,6 +29,94 @@ pub(crate) struct Remote {
     /// Header names and values, in the entry's order, values in the form
     /// the proxy reads (`${NAME}` for a variable).
     pub(crate) headers: Vec<(String, String)>,
+    /// The `--oauth-…` arguments, as the proxy reads them.
+    pub(crate) oauth: Vec<String>,
+}
+
+/// The variable a client secret written in a host's file moves to.
+pub(crate) const SECRET_VARIABLE: &str = "DRAINPIPE_OAUTH_CLIENT_SECRET";
+
+/// An entry's `oauth` block, as the hosts that have one spell it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OAuthBlock {
+    /// `enabled: false`.
+    pub(crate) disabled: bool,
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret: Option<String>,
+    pub(crate) scopes: Vec<String>,
+    /// `callbackPort`, or the port of a loopback `redirectUri`.
+    pub(crate) callback_port: Option<u16>,
+}
+
+/// The proxy's words for `block`, the variables its values refer to, and
+/// the literal secret to put in the entry's `env` as [`SECRET_VARIABLE`].
+pub(crate) fn oauth_args(block: &OAuthBlock) -> (Vec<String>, Vec<Reference>, Option<String>) {
+    let mut words = Vec::new();
+    let mut references: Vec<Reference> = Vec::new();
+    let mut literal_secret = None;
+    if block.disabled {
+        words.push("--no-oauth".to_string());
+    }
+    if let Some(id) = &block.client_id {
+        let (id, found) = header_value(id);
+        words.extend(["--oauth-client-id".to_string(), id]);
+        references.extend(found);
+    }
+    if let Some(secret) = &block.client_secret {
+        let (proxy_form, found) = header_value(secret);
+        let value = if found.is_empty() {
+            literal_secret = Some(secret.clone());
+            format!("${{{SECRET_VARIABLE}}}")
+        } else {
+            references.extend(found);
+            proxy_form
+        };
+        words.extend(["--oauth-client-secret".to_string(), value]);
+    }
+    if !block.scopes.is_empty() {
+        words.extend(["--oauth-scope".to_string(), block.scopes.join(" ")]);
+    }
+    if let Some(port) = block.callback_port {
+        words.extend(["--oauth-port".to_string(), port.to_string()]);
+    }
+    references.dedup_by(|a, b| a.name == b.name);
+    (words, references, literal_secret)
+}
+
+/// The `oauth` block the proxy's words say, for `uninstall` to write back;
+/// `None` when there are none.
+pub(crate) fn oauth_block(words: &[String]) -> Option<OAuthBlock> {
+    if words.is_empty() {
+        return None;
+    }
+    let mut block = OAuthBlock::default();
+    let mut rest = words.iter();
+    while let Some(word) = rest.next() {
+        match word.as_str() {
+            "--no-oauth" => block.disabled = true,
+            "--oauth-client-id" => block.client_id = rest.next().cloned(),
+            "--oauth-client-secret" => block.client_secret = rest.next().cloned(),
+            "--oauth-scope" => {
+                block.scopes = rest
+                    .next()
+                    .map(|scopes| scopes.split_whitespace().map(str::to_string).collect())
+                    .unwrap_or_default();
+            }
+            "--oauth-port" => block.callback_port = rest.next().and_then(|p| p.parse().ok()),
+            _ => {}
+        }
+    }
+    Some(block)
+}
+
+/// The port of a loopback redirect URI (`http://localhost:7777/callback`).
+pub(crate) fn loopback_port(uri: &str) -> Option<u16> {
+    let rest = uri.strip_prefix("http://")?;
+    let authority = rest.split('/').next()?;
+    let (host, port) = authority.rsplit_once(':')?;
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+        .then(|| port.parse().ok())
+        .flatten()
 }
 
 /// An environment variable a header value refers to.
@@ -88,6 +186,7 @@ impl Wrapper {
             words.push("--header".to_string());
             words.push(format!("{name}: {value}"));
         }
+        words.extend(remote.oauth.iter().cloned());
         words
     }
 }
@@ -117,13 +216,25 @@ pub(crate) fn remote_of(
         return Some(Err("nothing follows --url".to_string()));
     };
     let mut headers = Vec::new();
+    let mut oauth = Vec::new();
     let mut rest = options[url_at + 2..].iter();
     while let Some(word) = rest.next() {
+        if word == "--no-oauth" {
+            oauth.push(word.clone());
+            continue;
+        }
         let header = match (word.as_str(), rest.next()) {
-            ("--header", Some(header)) => header,
+            ("--header", Some(header)) if oauth.is_empty() => header,
+            (
+                "--oauth-client-id" | "--oauth-client-secret" | "--oauth-scope" | "--oauth-port",
+                Some(value),
+            ) => {
+                oauth.extend([word.clone(), value.clone()]);
+                continue;
+            }
             _ => {
                 return Some(Err(format!(
-                    "`{word}` after --url is not a --header that install writes"
+                    "`{word}` after --url is not a --header or --oauth option that install writes"
                 )));
             }
         };
@@ -137,6 +248,7 @@ pub(crate) fn remote_of(
         Remote {
             url: url.clone(),
             headers,
+            oauth,
         },
     )))
 }
@@ -195,6 +307,7 @@ mod tests {
                 ("Authorization".to_string(), "Bearer ${TOKEN}".to_string()),
                 ("X-Team".to_string(), "core".to_string()),
             ],
+            oauth: words(&["--oauth-client-id", "abc", "--oauth-scope", "repo read:org"]),
         };
         let args = wrapper.remote_args(&remote);
         assert_eq!(
@@ -211,6 +324,10 @@ mod tests {
                 "Authorization: Bearer ${TOKEN}",
                 "--header",
                 "X-Team: core",
+                "--oauth-client-id",
+                "abc",
+                "--oauth-scope",
+                "repo read:org",
             ])
         );
         assert_eq!(remote_of("npx", &args), Some(Ok((wrapper, remote))));
@@ -230,5 +347,63 @@ mod tests {
                 .unwrap()
                 .is_err()
         );
+    }
+
+    #[test]
+    fn oauth_blocks_become_the_proxys_options_and_back() {
+        let block = OAuthBlock {
+            disabled: false,
+            client_id: Some("Iv23li".to_string()),
+            client_secret: Some("s3cret".to_string()),
+            scopes: words(&["repo", "read:org"]),
+            callback_port: Some(33418),
+        };
+        let (args, references, secret) = oauth_args(&block);
+        assert_eq!(
+            args,
+            words(&[
+                "--oauth-client-id",
+                "Iv23li",
+                "--oauth-client-secret",
+                "${DRAINPIPE_OAUTH_CLIENT_SECRET}",
+                "--oauth-scope",
+                "repo read:org",
+                "--oauth-port",
+                "33418",
+            ])
+        );
+        assert!(references.is_empty());
+        // The secret leaves the arguments for the entry's environment.
+        assert_eq!(secret.as_deref(), Some("s3cret"));
+        assert!(!args.iter().any(|word| word.contains("s3cret")));
+        let back = oauth_block(&args).unwrap();
+        assert_eq!(
+            back.client_secret.as_deref(),
+            Some("${DRAINPIPE_OAUTH_CLIENT_SECRET}")
+        );
+        assert_eq!(
+            (back.client_id, back.scopes, back.callback_port),
+            (block.client_id, block.scopes, block.callback_port)
+        );
+
+        // A secret that names a variable stays a reference.
+        let by_reference = OAuthBlock {
+            client_secret: Some("${env:GH_SECRET}".to_string()),
+            disabled: true,
+            ..OAuthBlock::default()
+        };
+        let (args, references, secret) = oauth_args(&by_reference);
+        assert_eq!(
+            args,
+            words(&["--no-oauth", "--oauth-client-secret", "${GH_SECRET}"])
+        );
+        assert_eq!(references.len(), 1);
+        assert_eq!(references[0].spelled, "${env:GH_SECRET}");
+        assert_eq!(secret, None);
+        assert_eq!(oauth_block(&[]), None);
+
+        assert_eq!(loopback_port("http://localhost:7777/callback"), Some(7777));
+        assert_eq!(loopback_port("http://127.0.0.1:9/cb"), Some(9));
+        assert_eq!(loopback_port("https://app.example/cb"), None);
     }
 }

@@ -413,6 +413,8 @@ fn wrap_remote(entry: &mut Entry<'_>, wrapper: &Wrapper, url: String) -> Outcome
     let remote = Remote {
         url: address,
         headers,
+        // Codex's entries have no OAuth client block.
+        oauth: Vec::new(),
     };
     let args = wrapper.remote_args(&remote);
     let mut rebuilt = Vec::new();
