@@ -59,6 +59,8 @@ if (context.client_id) {
   args.push("--oauth-client-id", "${CONFORMANCE_CLIENT_ID}");
   if (context.client_secret) args.push("--oauth-client-secret", "${CONFORMANCE_CLIENT_SECRET}");
 }
+// Machine to machine: the client signs in as itself, no browser.
+if (scenario === "auth/client-credentials-basic") args.push("--oauth-grant", "client-credentials");
 args.push("--metrics", "none", "--url", url);
 
 // The proxies' stderr, passed on for the suite's log.

@@ -160,6 +160,19 @@ pub(crate) struct ProxyArgs {
     #[cfg(feature = "remote")]
     #[arg(long = "oauth-param", value_name = "NAME=VALUE", requires = "url", value_parser = parse_param)]
     oauth_params: Vec<(String, String)>,
+    /// With --url: how tokens are obtained: `authorization-code` (a user
+    /// approves in the browser) or `client-credentials` (machine to
+    /// machine: the client of --oauth-client-id signs in as itself with its
+    /// --oauth-client-secret, no browser).
+    #[cfg(feature = "remote")]
+    #[arg(
+        long,
+        value_name = "GRANT",
+        default_value = "authorization-code",
+        requires = "url",
+        requires_if("client-credentials", "oauth_client_id")
+    )]
+    oauth_grant: GrantArg,
     /// With --url: where OAuth tokens and client registrations are kept,
     /// one file per server URL (0600, in a 0700 directory). Default:
     /// $XDG_CONFIG_HOME/drainpipe/oauth, else ~/.config/drainpipe/oauth
@@ -194,6 +207,14 @@ enum TransportArg {
     Auto,
     StreamableHttp,
     Sse,
+}
+
+/// `--oauth-grant`.
+#[cfg(feature = "remote")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum GrantArg {
+    AuthorizationCode,
+    ClientCredentials,
 }
 
 /// `Name: value`, split at the first colon.
@@ -261,6 +282,14 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
             scope: args.oauth_scope.clone(),
             resource: args.oauth_resource.clone(),
             params: args.oauth_params.clone(),
+            grant: match args.oauth_grant {
+                GrantArg::AuthorizationCode => {
+                    drainpipe_host::remote::OAuthGrant::AuthorizationCode
+                }
+                GrantArg::ClientCredentials => {
+                    drainpipe_host::remote::OAuthGrant::ClientCredentials
+                }
+            },
         };
         remote.transport = match args.transport {
             TransportArg::Auto => drainpipe_host::remote::Transport::Auto,

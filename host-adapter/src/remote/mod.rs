@@ -45,7 +45,7 @@ mod http;
 mod oauth;
 mod out;
 
-pub use oauth::{OAuthConfig, OAuthMode, PreRegisteredClient};
+pub use oauth::{OAuthConfig, OAuthGrant, OAuthMode, PreRegisteredClient};
 
 use std::collections::HashSet;
 use std::io;

@@ -80,6 +80,17 @@ pub enum OAuthMode {
     Always,
 }
 
+/// How the proxy obtains tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OAuthGrant {
+    /// A user approves in the browser (authorization code with PKCE).
+    #[default]
+    AuthorizationCode,
+    /// The pre-registered client signs in as itself, with its secret and
+    /// no browser: for machine-to-machine use.
+    ClientCredentials,
+}
+
 /// A client registered with the authorization server beforehand (for
 /// servers without dynamic registration, such as GitHub's). Debug never
 /// shows the secret.
@@ -126,6 +137,8 @@ pub struct OAuthConfig {
     /// More parameters for the authorization request (`access_type=offline`
     /// for Google).
     pub params: Vec<(String, String)>,
+    /// How tokens are obtained.
+    pub grant: OAuthGrant,
 }
 
 /// The longest the user has to approve in the browser: the request that

@@ -12,7 +12,9 @@ use super::callback::{self, Callback, Returned};
 use super::discovery::{self, Challenge, ResourceMetadata, ServerMetadata};
 use super::endpoint::auth_method;
 use super::store::{Client, Record};
-use super::{AUTHORIZE_WITHIN, State, TokenSource, checks, random_text, scope_union, show};
+use super::{
+    AUTHORIZE_WITHIN, OAuthGrant, State, TokenSource, checks, random_text, scope_union, show,
+};
 
 /// What discovery found, every document checked.
 struct Found {
@@ -94,6 +96,11 @@ impl TokenSource {
         } else {
             scope
         };
+        if self.config.grant == OAuthGrant::ClientCredentials {
+            return self
+                .client_credentials(state, issuer.as_deref(), metadata, resource, scope)
+                .await;
+        }
 
         let callback = self.bind_callback(&state.record).await?;
         let redirect_uri = callback.redirect_uri().map_err(|e| e.to_string())?;
@@ -203,7 +210,11 @@ impl TokenSource {
         };
         checks::endpoint_is_secure("token endpoint", &metadata.token_endpoint)?;
         checks::endpoint_is_secure("authorization endpoint", &metadata.authorization_endpoint)?;
-        checks::pkce_s256_supported(metadata.code_challenge_methods_supported.as_deref())?;
+        // PKCE protects the authorization code; the client credentials grant
+        // has none.
+        if self.config.grant == OAuthGrant::AuthorizationCode {
+            checks::pkce_s256_supported(metadata.code_challenge_methods_supported.as_deref())?;
+        }
         Ok(Found {
             resource_metadata,
             issuer,
@@ -372,5 +383,56 @@ impl TokenSource {
             issuer: issuer.map(str::to_string),
             auth_method: Some(auth_method),
         })
+    }
+
+    /// The client credentials grant (OAuth 2.1 §4.2; the MCP extension
+    /// `io.modelcontextprotocol/oauth-client-credentials`): a program
+    /// signing in as itself, with the pre-registered client's secret and no
+    /// browser. Asked again whenever the token is refused, as there is no
+    /// refresh token.
+    async fn client_credentials(
+        &self,
+        state: &mut State,
+        issuer: Option<&str>,
+        metadata: &ServerMetadata,
+        resource: String,
+        scope: Option<String>,
+    ) -> Result<(), String> {
+        let Some(given) = &self.config.client else {
+            return Err(
+                "the client credentials grant needs --oauth-client-id and --oauth-client-secret"
+                    .into(),
+            );
+        };
+        let client = Client {
+            client_id: given.id.clone(),
+            client_secret: given.secret.clone(),
+            redirect_uris: Vec::new(),
+            token_endpoint: metadata.token_endpoint.clone(),
+            issuer: issuer.map(str::to_string),
+            auth_method: Some(auth_method(metadata, given.secret.is_some()).to_string()),
+        };
+        let mut form = vec![
+            ("grant_type", "client_credentials"),
+            ("resource", resource.as_str()),
+        ];
+        if let Some(scope) = &scope {
+            form.push(("scope", scope));
+        }
+        let granted = self
+            .token_request(&metadata.token_endpoint, &client, &form)
+            .await
+            .map_err(|why| format!("the client credentials grant: {why}"))?;
+        state.record.client = Some(client);
+        self.keep(
+            state,
+            granted.into_tokens(metadata.token_endpoint.clone(), resource, scope),
+        );
+        self.sink.line(&format!(
+            "OAuth: signed in to {} as client {} (client credentials)",
+            show(&self.server),
+            given.id
+        ));
+        Ok(())
     }
 }
