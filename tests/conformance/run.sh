@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite's client scenarios, with the client
 # under test an official TypeScript SDK client on stdio through
-# `drainpipe proxy --url <scenario server>` (client.mjs). Every scenario
-# the suite's requirements/2025-11-25.yaml and requirements/2026-07-28.yaml
+# `drainpipe proxy --url <scenario server>` (client.mjs), and for the
+# 2026-07-28 set the official Python SDK's client too (client.py). Every
+# scenario the suite's requirements/2025-11-25.yaml and 2026-07-28.yaml
 # score, the two 2025-03-26 back-compat scenarios and the client
 # credentials extension's basic scenario must pass: there is no
 # expected-failures file. Scenarios the requirements do not score
@@ -40,9 +41,14 @@ echo "conformance: node $(node --version), suite $(node -p 'require("@modelconte
 failed=0
 run() {
     local what="$1"; shift
+    local client="node $here/client.mjs"
+    if [ "$1" = --python ]; then
+        client="$root/tests/peers/python/.venv/bin/python $here/client.py"
+        shift
+    fi
     local log
     log="$(mktemp)"
-    if timeout 900 npx --no-install conformance client --command "node $here/client.mjs" \
+    if timeout 900 npx --no-install conformance client --command "$client" \
         --timeout 120000 "$@" >"$log" 2>&1; then
         # The scored scenarios (the suite's exit says they all passed), and
         # what it ran without scoring.
@@ -65,6 +71,7 @@ run() {
 }
 run "requirements 2025-11-25" --requirements 2025-11-25
 run "requirements 2026-07-28" --requirements 2026-07-28
+run "requirements 2026-07-28, Python SDK client" --python --requirements 2026-07-28
 run "auth/2025-03-26-oauth-metadata-backcompat" --scenario auth/2025-03-26-oauth-metadata-backcompat
 run "auth/2025-03-26-oauth-endpoint-fallback" --scenario auth/2025-03-26-oauth-endpoint-fallback
 # An extension the requirements do not score, which the proxy supports
@@ -72,6 +79,7 @@ run "auth/2025-03-26-oauth-endpoint-fallback" --scenario auth/2025-03-26-oauth-e
 run "auth/client-credentials-basic" --scenario auth/client-credentials-basic
 
 # No proxy or browser stand-in outlives its scenario.
+sleep 1
 if pgrep -f "peers/node/browser.mjs" >/dev/null || pgrep -f -- "--oauth-client-metadata-url" >/dev/null; then
     echo "conformance: a proxy or browser stand-in was left running" >&2
     pgrep -af -- "--oauth-client-metadata-url|peers/node/browser.mjs" >&2 || true
