@@ -27,10 +27,18 @@ use rustls::pki_types::pem::PemObject;
 /// server's reason, never a page of HTML in a JSON-RPC error.
 pub(crate) const MAX_ERROR_BODY_BYTES: usize = 1024;
 
+/// How long a connection to the MCP server is kept idle for the next
+/// request: under the 5 s after which Node's HTTP server (most MCP servers')
+/// closes an idle one, so that a request after a pause is not sent on a
+/// connection the server is closing (reset, and the request failed).
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
 /// A pooled HTTP(S) client with the headers every request carries.
 #[derive(Clone)]
 pub(crate) struct Http {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// The same connector with no pool: see [`Http::without_headers`].
+    unpooled: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     headers: HeaderMap,
     connect_timeout: Duration,
 }
@@ -81,7 +89,12 @@ impl Http {
             .enable_http1()
             .enable_http2()
             .build();
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let unpooled = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
+            .build(connector.clone());
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(POOL_IDLE)
+            .build(connector);
         let mut map = HeaderMap::new();
         for (name, value) in headers {
             let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
@@ -101,17 +114,23 @@ impl Http {
         }
         Ok(Http {
             client,
+            unpooled,
             headers: map,
             connect_timeout,
         })
     }
 
-    /// The same client (its pool and trust) without the caller's headers:
-    /// for an authorization server, which must not see what was meant for
-    /// the MCP server.
+    /// The same client (its trust) without the caller's headers, for an
+    /// authorization server, which must not see what was meant for the MCP
+    /// server; and without a pool: each request on a connection of its own.
+    /// A sign-in waits minutes for the user between two requests, and a
+    /// pooled connection the server closed meanwhile is reset as it is
+    /// reused, losing the authorization code sent on it and the sign-in
+    /// with it. A handful of requests per sign-in pay a handshake each.
     pub(crate) fn without_headers(&self) -> Http {
         Http {
-            client: self.client.clone(),
+            client: self.unpooled.clone(),
+            unpooled: self.unpooled.clone(),
             headers: HeaderMap::new(),
             connect_timeout: self.connect_timeout,
         }

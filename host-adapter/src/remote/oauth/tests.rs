@@ -410,3 +410,67 @@ async fn a_bearer_goes_only_to_its_own_origin() {
     assert!(own.headers().get(AUTHORIZATION).is_some());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An authorization server that keeps connections open between requests
+/// and resets one on its second request, as a server does that closes an
+/// idle connection (Node's after 5 s) just as a client reuses it.
+async fn resetting_server() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut served = 0;
+                let mut data = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let Ok(n) = stream.read(&mut chunk).await else {
+                        return;
+                    };
+                    if n == 0 {
+                        return;
+                    }
+                    data.extend_from_slice(&chunk[..n]);
+                    if !data.windows(4).any(|w| w == b"\r\n\r\n") {
+                        continue;
+                    }
+                    data.clear();
+                    served += 1;
+                    if served == 2 {
+                        // RST, not FIN: the reuse fails.
+                        let _ = stream.set_linger(Some(Duration::ZERO));
+                        return;
+                    }
+                    let body = r#"{"issuer":"x"}"#;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    stream.write_all(answer.as_bytes()).await.unwrap();
+                }
+            });
+        }
+    });
+    base
+}
+
+#[tokio::test]
+async fn each_authorization_server_request_has_a_connection_of_its_own() {
+    // The sign-in waits minutes for the user between two requests to the
+    // authorization server; a pooled connection may have been closed
+    // meanwhile, and a code sent on it would be lost with the sign-in.
+    let base = resetting_server().await;
+    let dir = temp_dir("oauth-fresh-connections");
+    let (source, _) = fresh_source(&base, &dir);
+    let url = Url::parse(&format!("{base}/.well-known/oauth-authorization-server")).unwrap();
+    for attempt in 0..3 {
+        let got: Option<serde_json::Value> = source
+            .get_json(&url)
+            .await
+            .unwrap_or_else(|e| panic!("request {attempt}: {e}"));
+        assert_eq!(got.unwrap()["issuer"], "x", "request {attempt}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
