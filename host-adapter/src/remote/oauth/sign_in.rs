@@ -13,7 +13,8 @@ use super::discovery::{self, Challenge, ResourceMetadata, ServerMetadata};
 use super::endpoint::auth_method;
 use super::store::{Client, Record};
 use super::{
-    AUTHORIZE_WITHIN, OAuthGrant, State, TokenSource, checks, random_text, scope_union, show,
+    AUTHORIZE_WITHIN, OAuthGrant, PreRegisteredClient, State, TokenSource, checks, random_text,
+    scope_union, show,
 };
 
 /// What discovery found, every document checked.
@@ -23,6 +24,24 @@ struct Found {
     /// without metadata.
     issuer: Option<String>,
     metadata: ServerMetadata,
+}
+
+/// The client registered beforehand, as the authorization server of
+/// `metadata` (`issuer`) takes it: authenticating as its metadata lists.
+fn pre_registered(
+    given: &PreRegisteredClient,
+    issuer: Option<&str>,
+    metadata: &ServerMetadata,
+    redirect_uris: Vec<String>,
+) -> Client {
+    Client {
+        client_id: given.id.clone(),
+        client_secret: given.secret.clone(),
+        redirect_uris,
+        token_endpoint: metadata.token_endpoint.clone(),
+        issuer: issuer.map(str::to_string),
+        auth_method: Some(auth_method(metadata, given.secret.is_some()).to_string()),
+    }
 }
 
 /// The method to register with: a public client (`none`) where the server
@@ -234,14 +253,7 @@ impl TokenSource {
         redirect_uri: &str,
     ) -> Result<Client, String> {
         if let Some(given) = &self.config.client {
-            let client = Client {
-                client_id: given.id.clone(),
-                client_secret: given.secret.clone(),
-                redirect_uris: vec![redirect_uri.to_string()],
-                token_endpoint: metadata.token_endpoint.clone(),
-                issuer: issuer.map(str::to_string),
-                auth_method: Some(auth_method(metadata, given.secret.is_some()).to_string()),
-            };
+            let client = pre_registered(given, issuer, metadata, vec![redirect_uri.to_string()]);
             state.record.client = Some(client.clone());
             return Ok(client);
         }
@@ -404,14 +416,7 @@ impl TokenSource {
                     .into(),
             );
         };
-        let client = Client {
-            client_id: given.id.clone(),
-            client_secret: given.secret.clone(),
-            redirect_uris: Vec::new(),
-            token_endpoint: metadata.token_endpoint.clone(),
-            issuer: issuer.map(str::to_string),
-            auth_method: Some(auth_method(metadata, given.secret.is_some()).to_string()),
-        };
+        let client = pre_registered(given, issuer, metadata, Vec::new());
         let mut form = vec![
             ("grant_type", "client_credentials"),
             ("resource", resource.as_str()),
