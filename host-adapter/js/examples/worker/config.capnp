@@ -1,7 +1,14 @@
 # workerd serves the guard in front of an MCP server:
 #
-#   workerd serve config.capnp --socket-addr http=127.0.0.1:8787 \
-#       --external-addr upstream=127.0.0.1:3000
+#   UPSTREAM_URL=http://127.0.0.1:3000/mcp workerd serve config.capnp \
+#       --socket-addr http=127.0.0.1:8787 --external-addr upstream=127.0.0.1:3000
+#
+# The `upstream` service is where the bytes go (workerd reaches loopback
+# only through a service); UPSTREAM_URL, read from the environment, is the
+# URL they are sent to, and so the Host the server sees: give both the
+# same address. Without UPSTREAM_URL the server sees the Host the client
+# used, the worker's own. ALLOWED_HOSTS keeps the DNS rebinding check a
+# loopback server makes on Host, which it no longer sees (forward.js).
 #
 # (`config` is the guard; `passthrough` the same forwarding unguarded.)
 # The package's files are embedded under the names the worker imports:
@@ -28,6 +35,7 @@ const guard :Workerd.Worker = (
   compatibilityDate = "2025-09-01",
   modules = [
     (name = "worker.js", esModule = embed "worker.js"),
+    (name = "forward.js", esModule = embed "forward.js"),
     (name = "drainpipe-framer/edge/index.js", esModule = embed "../../edge/index.js"),
     (name = "drainpipe-framer/edge/guard.js", esModule = embed "../../edge/guard.js"),
     (name = "drainpipe-framer/budget-core.js", esModule = embed "../../budget-core.js"),
@@ -39,6 +47,10 @@ const guard :Workerd.Worker = (
   ],
   bindings = [
     (name = "UPSTREAM", service = "upstream"),
+    # The server's URL (null when the variable is unset).
+    (name = "UPSTREAM_URL", fromEnvironment = "UPSTREAM_URL"),
+    # The hostnames clients may call the worker by; others get 403.
+    (name = "ALLOWED_HOSTS", text = "localhost,127.0.0.1,[::1]"),
     # Bytes of one answer's data on the wire, checked before any parse.
     (name = "MAX_EVENT_BYTES", text = "33554432"),
     # A tools/call result over this many bytes is condensed to it.
@@ -48,6 +60,13 @@ const guard :Workerd.Worker = (
 
 const plain :Workerd.Worker = (
   compatibilityDate = "2025-09-01",
-  modules = [(name = "passthrough.js", esModule = embed "passthrough.js")],
-  bindings = [(name = "UPSTREAM", service = "upstream")],
+  modules = [
+    (name = "passthrough.js", esModule = embed "passthrough.js"),
+    (name = "forward.js", esModule = embed "forward.js"),
+  ],
+  bindings = [
+    (name = "UPSTREAM", service = "upstream"),
+    (name = "UPSTREAM_URL", fromEnvironment = "UPSTREAM_URL"),
+    (name = "ALLOWED_HOSTS", text = "localhost,127.0.0.1,[::1]"),
+  ],
 );
