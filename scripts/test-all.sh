@@ -144,8 +144,10 @@ step "the component in Node (jco)"
 
 step "the edge guard in workerd and Deno (host-adapter/js/examples/worker)"
 # dist/ from the step above, the upstreams and the SDK client from
-# tests/peers/setup.sh: a 30 MiB result condensed, a 1 GiB event failed,
-# workerd's peak RSS within 128 MB, the edge tests under Deno (~30 s).
+# tests/peers/setup.sh: calls through UPSTREAM_URL to an SDK server that
+# checks Host and Origin (createMcpExpressApp's defaults), a 30 MiB result
+# condensed, a 1 GiB event failed, workerd's peak RSS within 128 MB, the
+# edge tests under Deno (~30 s).
 (cd host-adapter/js && timeout 600 node edge-test/run.mjs)
 
 step "GuardedStdioClientTransport under the official SDK clients (node --test)"

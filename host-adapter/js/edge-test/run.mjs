@@ -1,12 +1,22 @@
 // The edge guard in the real runtimes, on loopback:
 //
 // 1. workerd (from this folder's lock) serves examples/worker in front of
-//    the official TypeScript SDK's Streamable HTTP server and of the fault
-//    server (tests/peers/node); the SDK's own client calls it: a 30 MiB
-//    tool result must arrive condensed, valid and within the budget; a
-//    1 GiB SSE event must fail its request (-31001) and the next call work;
-//    workerd's peak RSS (VmHWM) must stay within a Workers isolate's 128 MB.
-// 2. deno (from this folder's lock) runs the package's edge tests.
+//    an official TypeScript SDK server that checks Host and Origin
+//    (createMcpExpressApp's DNS rebinding protection: host-checking-server.mjs
+//    in tests/peers/node). Directly, it must refuse `Host: upstream` and a
+//    foreign Origin (the checks are live); through the worker with
+//    UPSTREAM_URL, the SDK's client must list and call tools, the server
+//    seeing its own Host, UPSTREAM_URL's query then the client's, and the
+//    client's Origin unchanged (a foreign one still refused); the worker
+//    itself must refuse a Host ALLOWED_HOSTS does not list; without
+//    UPSTREAM_URL the server must see the worker's Host.
+// 2. workerd serves the worker in front of the SDK's Streamable HTTP
+//    server and of the fault server (tests/peers/node); the SDK's client
+//    calls it: a 30 MiB tool result must arrive condensed, valid and within
+//    the budget; a 1 GiB SSE event must fail its request (-31001) and the
+//    next call work; workerd's peak RSS (VmHWM) must stay within a Workers
+//    isolate's 128 MB.
+// 3. deno (from this folder's lock) runs the package's edge tests.
 //
 //   node edge-test/run.mjs            (after npm ci here, npm run build in ..,
 //                                      and tests/peers/setup.sh)
@@ -16,6 +26,7 @@
 // Every step has a deadline and fails loudly past it.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -70,13 +81,20 @@ function upstream(script, args = []) {
   }));
 }
 
-/** `workerd serve` of the config's `name` in front of `upstreamPort`. */
-async function serve(name, upstreamPort) {
+/**
+ * `workerd serve` of the config's `name` in front of `upstreamPort`, with
+ * UPSTREAM_URL `upstreamUrl` (by default the port's /mcp; null: unset).
+ */
+async function serve(name, upstreamPort, upstreamUrl = `http://127.0.0.1:${upstreamPort}/mcp`) {
   const port = await freePort();
+  const env = { ...process.env };
+  delete env.UPSTREAM_URL;
+  if (upstreamUrl !== null) env.UPSTREAM_URL = upstreamUrl;
   const child = spawn(workerd, ['serve', config, name, '--socket-addr', `http=127.0.0.1:${port}`,
-    '--external-addr', `upstream=127.0.0.1:${upstreamPort}`], { stdio: ['ignore', 'inherit', 'inherit'] });
+    '--external-addr', `upstream=127.0.0.1:${upstreamPort}`], { stdio: ['ignore', 'inherit', 'inherit'], env });
   children.push(child);
   const exited = new Promise((_, reject) => child.on('exit', (code) => reject(new Error(`workerd exited (${code})`))));
+  exited.catch(() => {}); // stopped on purpose later: not an unhandled rejection
   await within(30_000, 'workerd to serve', (async () => {
     for (;;) {
       try {
@@ -85,7 +103,7 @@ async function serve(name, upstreamPort) {
       await Promise.race([exited, new Promise((r) => setTimeout(r, 100))]);
     }
   })());
-  return { url: `http://127.0.0.1:${port}/mcp`, pid: child.pid, child };
+  return { url: `http://127.0.0.1:${port}/mcp`, port, pid: child.pid, child };
 }
 
 const peakRssKb = (pid) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
@@ -94,17 +112,57 @@ const sdk = (path) => import(pathToFileURL(join(peers, 'node_modules/@modelconte
 const { Client } = await sdk('client/index.js');
 const { StreamableHTTPClientTransport } = await sdk('client/streamableHttp.js');
 
-async function connect(url) {
+async function connect(url, headers = {}) {
   const client = new Client({ name: 'drainpipe-edge-test', version: '0.0.0' });
-  await within(20_000, 'initialize', client.connect(new StreamableHTTPClientTransport(new URL(url))));
+  await within(20_000, 'initialize', client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } })));
   return client;
 }
+
+const INITIALIZE = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'drainpipe-edge-test', version: '0' } } });
+
+/**
+ * An initialize POSTed to `url` with `headers` (Host among them: node:http
+ * sends the one given), resolving with the status and the JSON-RPC error's
+ * message, if any.
+ */
+function initializeWith(url, headers) {
+  return within(20_000, `initialize at ${url}`, new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: {
+      'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => { text += chunk; });
+      res.on('end', () => {
+        let message;
+        try { message = JSON.parse(text).error?.message; } catch {}
+        resolve({ status: res.statusCode, message, text });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(INITIALIZE);
+  }));
+}
+
+/** What the host-checking server saw of the `seen` call's request. */
+async function seen(client) {
+  const result = await within(20_000, 'seen', client.callTool({ name: 'seen', arguments: {} }));
+  return JSON.parse(result.content[0].text);
+}
+
+const expect = (what, actual, wanted) => {
+  if (actual !== wanted) fail(`${what}: ${JSON.stringify(actual)}, not ${JSON.stringify(wanted)}`);
+};
 
 const bytesOf = (value) => Buffer.byteLength(JSON.stringify(value));
 
 try {
-  step('starting the upstreams (the SDK server and the fault server)');
-  const [serverPort, faultsPort] = await Promise.all([upstream('http-server.mjs'), upstream('http-faults.mjs')]);
+  step('starting the upstreams (the SDK server, the fault server, the Host-checking SDK server)');
+  const [serverPort, faultsPort, checkingPort] = await Promise.all(
+    [upstream('http-server.mjs'), upstream('http-faults.mjs'), upstream('host-checking-server.mjs')]);
+
+  await hostChecks(checkingPort);
 
   step('workerd serves the example worker in front of the SDK server');
   const guard = await serve('config', serverPort);
@@ -156,6 +214,68 @@ try {
   process.exit(0);
 } catch (error) {
   fail(error.stack ?? String(error));
+}
+
+/**
+ * The worker in front of an SDK server that checks Host and Origin
+ * (createMcpExpressApp's defaults): with UPSTREAM_URL the server sees its
+ * own Host, without it the worker's; Origin reaches it unchanged.
+ */
+async function hostChecks(port) {
+  const direct = `http://127.0.0.1:${port}/mcp`;
+  step('control: the Host-checking SDK server refuses Host: upstream and a foreign Origin, called directly');
+  let answer = await initializeWith(direct, { host: 'upstream' });
+  if (answer.status !== 403 || answer.message !== 'Invalid Host: upstream') {
+    fail(`Host: upstream was not refused: ${answer.status} ${answer.text.slice(0, 200)}`);
+  }
+  answer = await initializeWith(direct, { origin: 'https://evil.example' });
+  if (answer.status !== 403 || answer.message !== 'Invalid Origin: evil.example') {
+    fail(`Origin: https://evil.example was not refused: ${answer.status} ${answer.text.slice(0, 200)}`);
+  }
+  answer = await initializeWith(direct, {});
+  expect('a plain initialize, directly', answer.status, 200);
+
+  step('workerd with UPSTREAM_URL in front of it: calls succeed, the server sees its own Host');
+  const worker = await serve('config', port, `${direct}?via=worker`);
+  let client = await connect(`${worker.url}?from=client`);
+  const tools = await within(20_000, 'tools/list', client.listTools());
+  if (!tools.tools.some((tool) => tool.name === 'echo')) fail(`tools/list through the worker: ${JSON.stringify(tools)}`);
+  const echoed = await within(20_000, 'echo', client.callTool({ name: 'echo', arguments: { text: 'through' } }));
+  expect('echo through the worker', echoed.content?.[0]?.text, 'through');
+  let saw = await seen(client);
+  expect('the Host the server saw', saw.host, `127.0.0.1:${port}`);
+  expect('the Origin the server saw', saw.origin, null);
+  expect('the path the server saw (UPSTREAM_URL\'s query, then the client\'s)', saw.path, '/mcp?via=worker&from=client');
+  await within(10_000, 'close', client.close());
+
+  step('Origin passes unchanged: the worker\'s own is accepted, a foreign one refused by the server');
+  const own = `http://127.0.0.1:${worker.port}`;
+  client = await connect(worker.url, { origin: own });
+  saw = await seen(client);
+  expect('the Origin the server saw', saw.origin, own);
+  await within(10_000, 'close', client.close());
+  answer = await initializeWith(worker.url, { origin: 'https://evil.example' });
+  if (answer.status !== 403 || answer.message !== 'Invalid Origin: evil.example') {
+    fail(`a foreign Origin through the worker was not refused by the server: ${answer.status} ${answer.text.slice(0, 200)}`);
+  }
+
+  step('ALLOWED_HOSTS: the worker refuses a rebinding page\'s Host the server can no longer see');
+  answer = await initializeWith(worker.url, { host: `evil.example:${worker.port}` });
+  if (answer.status !== 403 || answer.message !== 'Invalid Host: evil.example') {
+    fail(`Host: evil.example was not refused by the worker: ${answer.status} ${answer.text.slice(0, 200)}`);
+  }
+  answer = await initializeWith(worker.url, { host: `localhost:${worker.port}` });
+  expect('an initialize through the worker as localhost', answer.status, 200);
+  worker.child.kill('SIGTERM');
+
+  step('workerd without UPSTREAM_URL: the server sees the Host the client used, the worker\'s');
+  const bare = await serve('config', port, null);
+  client = await connect(bare.url);
+  saw = await seen(client);
+  expect('the Host the server saw', saw.host, `127.0.0.1:${bare.port}`);
+  expect('the path the server saw', saw.path, '/mcp');
+  await within(10_000, 'close', client.close());
+  bare.child.kill('SIGTERM');
 }
 
 /** MiB/s of one `huge_event(mb)` answer read to its end through `url`. */
