@@ -193,9 +193,12 @@ async fn approve(node: &NodePeer, url: &str) {
 
 /// The one stored record, its path and its JSON.
 fn stored(store: &Path) -> (PathBuf, serde_json::Value) {
+    // Beside each record, the `.lock` file the proxies sharing it renew
+    // under; empty.
     let files: Vec<PathBuf> = std::fs::read_dir(store)
         .expect("the store exists")
         .map(|entry| entry.expect("an entry").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
         .collect();
     assert_eq!(files.len(), 1, "one record per server: {files:?}");
     let record = serde_json::from_slice(&std::fs::read(&files[0]).expect("readable"))
