@@ -10,6 +10,7 @@
 pub mod otlp;
 pub mod peers;
 pub mod text_file;
+pub mod tls;
 
 pub use drainpipe_test_support::bins::{
     binary, binary_dir, drainpipe_binary, fixture_binary, workspace_root,

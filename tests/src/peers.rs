@@ -1,7 +1,7 @@
 //! The real MCP peers the suite runs against, installed by
 //! `bash tests/peers/setup.sh`: Node.js with the official TypeScript SDK and
 //! `server-everything` in `tests/peers/node/node_modules`, and the official
-//! Python SDK in `tests/peers/python/.venv`.
+//! Python SDK (and proxy.py) in `tests/peers/python/.venv`.
 //!
 //! A test that needs a missing peer fails when `DRAINPIPE_REQUIRE_PEERS=1`
 //! (CI sets it) and is skipped with a printed note otherwise.
@@ -168,6 +168,29 @@ pub fn python() -> Result<PythonPeer, String> {
                 ));
             }
             Ok(PythonPeer { dir, python })
+        })
+        .clone()
+}
+
+/// The Python peer, when its venv also has proxy.py: the HTTP proxy the
+/// network tests (`peer_remote_network.rs`) run as `python -m proxy`.
+pub fn http_proxy() -> Result<PythonPeer, String> {
+    static FOUND: OnceLock<Result<PythonPeer, String>> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            let peer = python()?;
+            let probe = StdCommand::new(&peer.python)
+                .args(["-c", "import proxy"])
+                .output()
+                .map_err(|e| format!("could not run {}: {e}", peer.python.display()))?;
+            if !probe.status.success() {
+                return Err(format!(
+                    "{} cannot import proxy.py: {}",
+                    peer.python.display(),
+                    String::from_utf8_lossy(&probe.stderr).trim()
+                ));
+            }
+            Ok(peer)
         })
         .clone()
 }

@@ -22,6 +22,7 @@
 
 use drainpipe_release::peers::{self, Listening, listen, peak_rss_while, run_client};
 use drainpipe_release::text_file::TextFile;
+use drainpipe_release::tls;
 use drainpipe_release::*;
 use serde_json::json;
 
@@ -366,99 +367,6 @@ async fn a_cancellation_reaches_the_remote_server() {
     );
 }
 
-/// A certificate authority and a `localhost` certificate it signed, made
-/// with the `openssl` command in a fresh directory: (dir, ca, cert, key).
-fn private_root() -> Option<(std::path::PathBuf, String, String, String)> {
-    let dir = std::env::temp_dir().join(format!("drainpipe-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let path = |name: &str| dir.join(name).display().to_string();
-    let ext = path("leaf.ext");
-    std::fs::write(
-        &ext,
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("write leaf.ext");
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let steps: [Vec<String>; 3] = [
-        ["req", "-x509"]
-            .iter()
-            .chain(&ec)
-            .map(|s| s.to_string())
-            .chain([
-                "-keyout".into(),
-                path("ca.key"),
-                "-out".into(),
-                path("ca.pem"),
-                "-days".into(),
-                "2".into(),
-                "-subj".into(),
-                "/CN=drainpipe test root".into(),
-                "-addext".into(),
-                "basicConstraints=critical,CA:TRUE".into(),
-                "-addext".into(),
-                "keyUsage=critical,keyCertSign".into(),
-            ])
-            .collect(),
-        ["req"]
-            .iter()
-            .chain(&ec)
-            .map(|s| s.to_string())
-            .chain([
-                "-keyout".into(),
-                path("leaf.key"),
-                "-out".into(),
-                path("leaf.csr"),
-                "-subj".into(),
-                "/CN=localhost".into(),
-            ])
-            .collect(),
-        [
-            "x509",
-            "-req",
-            "-in",
-            &path("leaf.csr"),
-            "-CA",
-            &path("ca.pem"),
-            "-CAkey",
-            &path("ca.key"),
-            "-CAcreateserial",
-            "-out",
-            &path("leaf.pem"),
-            "-days",
-            "2",
-            "-extfile",
-            &ext,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-    ];
-    for args in steps {
-        let made = std::process::Command::new("openssl").args(&args).output();
-        let made = match made {
-            Ok(output) if output.status.success() => Ok(()),
-            Ok(output) => Err(format!(
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )),
-            Err(error) => Err(format!("openssl: {error}")),
-        };
-        peers::gate("openssl (to make a test certificate)", made)?;
-    }
-    Some((
-        dir.clone(),
-        path("ca.pem"),
-        path("leaf.pem"),
-        path("leaf.key"),
-    ))
-}
-
 /// HTTPS, with the server's root given by `SSL_CERT_FILE` as a company's
 /// would be, and HTTP/2 negotiated by ALPN: a 20 MB answer condensed as
 /// over plain HTTP.
@@ -467,11 +375,12 @@ async fn https_with_a_private_root_speaks_http2_and_guards_the_same() {
     let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
         return;
     };
-    let Some((dir, ca, cert, key)) = private_root() else {
+    let Some(root) = tls::private_root("peer-remote") else {
         return;
     };
+    let (ca, cert, key) = (&root.ca, &root.cert, &root.key);
     let up = listen(
-        node.script("http-server.mjs", &["--port", "0", "--tls", &cert, &key]),
+        node.script("http-server.mjs", &["--port", "0", "--tls", cert, key]),
         "http-server.mjs --tls",
     )
     .await;
@@ -482,7 +391,7 @@ async fn https_with_a_private_root_speaks_http2_and_guards_the_same() {
     let mut argv: Vec<&str> = vec!["big", "--mb", "20", "--timeout", CLIENT_TIMEOUT_SECS, "--"];
     argv.extend(proxy.iter().map(String::as_str));
     let mut client = node.script("remote-client.mjs", &argv);
-    client.env("SSL_CERT_FILE", &ca);
+    client.env("SSL_CERT_FILE", ca);
     let what = "20 MB over HTTPS (private root, HTTP/2) through proxy --url";
     let run = run_client(client, RUN_SECS, what).await;
     run.assert_nothing_left();
@@ -500,7 +409,6 @@ async fn https_with_a_private_root_speaks_http2_and_guards_the_same() {
         "{what}: not HTTP/2: {:?}",
         up.lines()
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// With OpenTelemetry export on, a remote session's spans say how the

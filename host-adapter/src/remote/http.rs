@@ -2,26 +2,39 @@
 //! rustls, HTTP/1.1 and HTTP/2 (chosen by ALPN on HTTPS), the caller's
 //! headers on every request, and bodies read with an idle timeout.
 //!
+//! Proxies: the one `HTTPS_PROXY`, `HTTP_PROXY` or `ALL_PROXY` names,
+//! unless `NO_PROXY` or loopback says direct ([`proxy`]); an https://
+//! server through a CONNECT tunnel, TLS to the server inside it
+//! ([`connect`]).
+//!
 //! Trust: Mozilla's root certificates built in (`webpki-roots`), the same
 //! on every platform and with no system library, plus every certificate in
 //! the PEM file `SSL_CERT_FILE` names (a company's own root). Header
 //! values are marked sensitive and never written anywhere by this module:
-//! an error names the URL's scheme, host and path, never a header.
+//! an error names the URL's scheme, host and path, never a header, and a
+//! proxy by its host and port, never its credentials.
+
+mod connect;
+mod proxy;
 
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use hyper::{Request, Response, Uri};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, PROXY_AUTHORIZATION};
+use hyper::{Request, Response, StatusCode, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+
+use connect::{ProxyError, RouteConnector};
+pub(crate) use proxy::ProxyRules;
+use proxy::Route;
 
 /// The longest an HTTP error body is read for its message: enough for a
 /// server's reason, never a page of HTML in a JSON-RPC error.
@@ -36,10 +49,14 @@ const POOL_IDLE: Duration = Duration::from_secs(4);
 /// A pooled HTTP(S) client with the headers every request carries.
 #[derive(Clone)]
 pub(crate) struct Http {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<HttpsConnector<RouteConnector>, Full<Bytes>>,
     /// The same connector with no pool: see [`Http::without_headers`].
-    unpooled: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    unpooled: Client<HttpsConnector<RouteConnector>, Full<Bytes>>,
     headers: HeaderMap,
+    /// Which requests go through a proxy: the connector asks it for the
+    /// connection, [`Http::send`] for `Proxy-Authorization` on a request
+    /// forwarded in absolute form.
+    proxies: Arc<ProxyRules>,
     connect_timeout: Duration,
 }
 
@@ -55,8 +72,12 @@ pub(crate) enum HttpError {
 
 impl Http {
     /// A client sending `headers` (name, value; values already expanded)
-    /// on every request.
-    pub(crate) fn new(headers: &[(String, String)], connect_timeout: Duration) -> io::Result<Http> {
+    /// on every request, through the proxies `proxies` names.
+    pub(crate) fn new(
+        headers: &[(String, String)],
+        connect_timeout: Duration,
+        proxies: ProxyRules,
+    ) -> io::Result<Http> {
         // `ring`, not the default aws-lc-rs: it cross-builds for every
         // target the release ships with no CMake or NASM. Its one gap is
         // post-quantum key exchange, which rustls marks by deprecating the
@@ -83,18 +104,26 @@ impl Http {
             .map_err(io::Error::other)?
             .with_root_certificates(roots)
             .with_no_client_auth();
+        let proxies = Arc::new(proxies);
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
             .enable_http2()
-            .build();
-        let unpooled = Client::builder(TokioExecutor::new())
+            .wrap_connector(RouteConnector::new(proxies.clone()));
+        let mut builder = Client::builder(TokioExecutor::new());
+        // `Content-Length`, not `content-length`, on HTTP/1.1 (HTTP/2
+        // requires lower case): what curl and browsers send. Header names
+        // are case-insensitive, but proxies and middleboxes that rewrite
+        // forwarded requests do not all know it: proxy.py adds a second
+        // Content-Length beside a lower-case one, which Node's parser then
+        // rejects with 400.
+        builder.http1_title_case_headers(true);
+        let unpooled = builder
+            .clone()
             .pool_max_idle_per_host(0)
             .build(connector.clone());
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(POOL_IDLE)
-            .build(connector);
+        let client = builder.pool_idle_timeout(POOL_IDLE).build(connector);
         let mut map = HeaderMap::new();
         for (name, value) in headers {
             let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
@@ -116,6 +145,7 @@ impl Http {
             client,
             unpooled,
             headers: map,
+            proxies,
             connect_timeout,
         })
     }
@@ -132,6 +162,7 @@ impl Http {
             client: self.unpooled.clone(),
             unpooled: self.unpooled.clone(),
             headers: HeaderMap::new(),
+            proxies: self.proxies.clone(),
             connect_timeout: self.connect_timeout,
         }
     }
@@ -148,9 +179,27 @@ impl Http {
                 request.headers_mut().append(name, value.clone());
             }
         }
+        let route = self.proxies.route(request.uri());
+        if let Route::Forward(proxy) = &route
+            && let Some(authorization) = &proxy.authorization
+        {
+            request
+                .headers_mut()
+                .insert(PROXY_AUTHORIZATION, authorization.clone());
+        }
         let shown = shown(request.uri());
         match tokio::time::timeout(self.connect_timeout, self.client.request(request)).await {
-            Ok(Ok(response)) => Ok(response),
+            Ok(Ok(response)) => match &route {
+                // Forwarded, the proxy answers for itself with 407 (through
+                // a tunnel, CONNECT's answer said so already).
+                Route::Forward(proxy)
+                    if response.status() == StatusCode::PROXY_AUTHENTICATION_REQUIRED =>
+                {
+                    let why = ProxyError::credentials(proxy, response.status().to_string());
+                    Err(HttpError::Connect(shown, why.to_string()))
+                }
+                _ => Ok(response),
+            },
             Ok(Err(error)) => Err(HttpError::Connect(shown, error_chain(&error))),
             Err(_) => Err(HttpError::Timeout(shown, self.connect_timeout)),
         }
@@ -257,5 +306,232 @@ pub(crate) fn show_duration(duration: Duration) -> String {
         format!("{}ms", duration.as_millis())
     } else {
         format!("{:.1}s", duration.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A proxy on loopback that answers each connection's first request
+    /// head with `answer` and closes; the heads it got come out of the
+    /// channel. Nothing leaves the machine: the servers named in the tests
+    /// are never resolved, only named to the proxy.
+    async fn fake_proxy(
+        answer: &'static str,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (heads, received) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).await.unwrap_or(0) == 1
+                {
+                    head.push(byte[0]);
+                }
+                let _ = heads.send(String::from_utf8_lossy(&head).into_owned());
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        (format!("http://{address}"), received)
+    }
+
+    fn proxies(vars: &[(&str, String)]) -> ProxyRules {
+        let vars: Vec<(String, OsString)> = vars
+            .iter()
+            .map(|(name, value)| (name.to_string(), OsString::from(value)))
+            .collect();
+        ProxyRules::read(&move |name| {
+            vars.iter()
+                .find(|(var, _)| var == name)
+                .map(|(_, value)| value.clone())
+        })
+        .unwrap()
+    }
+
+    fn get(uri: &str) -> Request<Full<Bytes>> {
+        Request::get(uri).body(Full::new(Bytes::new())).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_https_server_is_reached_through_a_connect_tunnel_and_a_refusal_says_why() {
+        let (proxy, mut heads) = fake_proxy("HTTP/1.1 403 Forbidden\r\n\r\n").await;
+        let with_password = proxy.replace("http://", "http://alice:pa%3Ass@");
+        let http = Http::new(
+            &[("Authorization".into(), "Bearer server-token".into())],
+            Duration::from_secs(10),
+            proxies(&[("HTTPS_PROXY", with_password)]),
+        )
+        .unwrap();
+        let error = http
+            .send(get("https://mcp.example.invalid:8443/mcp?key=secret"))
+            .await
+            .unwrap_err()
+            .to_string();
+        let head = heads.recv().await.unwrap();
+        assert!(
+            head.starts_with("CONNECT mcp.example.invalid:8443 HTTP/1.1\r\n"),
+            "{head}"
+        );
+        // alice:pa:ss, for the proxy only; the server's header is not in
+        // the CONNECT (it goes inside the tunnel, under TLS).
+        assert!(
+            head.contains("Proxy-Authorization: Basic YWxpY2U6cGE6c3M=\r\n"),
+            "{head}"
+        );
+        assert!(!head.contains("server-token"), "{head}");
+        let address = proxy.trim_start_matches("http://");
+        assert!(
+            error.contains(&format!(
+                "the proxy http://{address} (HTTPS_PROXY) would not open a tunnel to mcp.example.invalid:8443: it answered 403 Forbidden"
+            )),
+            "{error}"
+        );
+        for secret in ["alice", "pa:ss", "pa%3Ass", "YWxp", "key=", "server-token"] {
+            assert!(!error.contains(secret), "{secret} in {error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_http_server_is_reached_by_forwarding_requests_in_absolute_form() {
+        let (proxy, mut heads) =
+            fake_proxy("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}").await;
+        let with_user = proxy.replace("http://", "http://bob:hunter2@");
+        let http = Http::new(
+            &[],
+            Duration::from_secs(10),
+            proxies(&[("http_proxy", with_user)]),
+        )
+        .unwrap();
+        let response = http
+            .send(get("http://mcp.example.invalid/mcp"))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let head = heads.recv().await.unwrap();
+        assert!(
+            head.starts_with("GET http://mcp.example.invalid/mcp HTTP/1.1\r\n"),
+            "{head}"
+        );
+        let head = head.to_ascii_lowercase();
+        assert!(head.contains("\r\nhost: mcp.example.invalid\r\n"), "{head}");
+        assert!(
+            head.contains("\r\nproxy-authorization: basic ym9iomh1bnrlcji=\r\n"),
+            "{head}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_proxys_407_says_to_give_credentials_without_showing_any() {
+        let (proxy, _heads) = fake_proxy(
+            "HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        )
+        .await;
+        let address = proxy.trim_start_matches("http://").to_string();
+        let table = [
+            (
+                "https://mcp.example.invalid/mcp",
+                proxy.clone(),
+                "asks for credentials",
+            ),
+            (
+                "http://mcp.example.invalid/mcp",
+                proxy.clone(),
+                "asks for credentials",
+            ),
+            (
+                "https://mcp.example.invalid/mcp",
+                proxy.replace("http://", "http://carol:wrong@"),
+                "refused the credentials in its URL",
+            ),
+            (
+                "http://mcp.example.invalid/mcp",
+                proxy.replace("http://", "http://carol:wrong@"),
+                "refused the credentials in its URL",
+            ),
+        ];
+        for (server, proxy_url, expected) in table {
+            let http = Http::new(
+                &[],
+                Duration::from_secs(10),
+                proxies(&[("ALL_PROXY", proxy_url)]),
+            )
+            .unwrap();
+            let error = http.send(get(server)).await.unwrap_err().to_string();
+            assert!(
+                error.contains(&format!(
+                    "the proxy http://{address} (ALL_PROXY) {expected}"
+                )),
+                "{server}: {error}"
+            );
+            assert!(error.contains("407"), "{error}");
+            assert!(
+                !error.contains("carol") && !error.contains("wrong"),
+                "{error}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn no_proxy_and_loopback_servers_are_reached_directly() {
+        // This proxy refuses everything: a 204 is the server's own answer.
+        let (proxy, mut heads) = fake_proxy("HTTP/1.1 403 Forbidden\r\n\r\n").await;
+        let (server, _) = fake_proxy("HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n").await;
+        let port = server.rsplit(':').next().unwrap();
+        let by_ip = format!("http://127.0.0.1:{port}/mcp");
+        let by_name = format!("http://localhost:{port}/mcp");
+        let loopback_direct = Http::new(
+            &[],
+            Duration::from_secs(10),
+            proxies(&[("HTTP_PROXY", proxy.clone())]),
+        )
+        .unwrap();
+        for server in [&by_ip, &by_name] {
+            let response = loopback_direct.send(get(server)).await.unwrap();
+            assert_eq!(response.status(), StatusCode::NO_CONTENT, "{server}");
+        }
+        assert!(heads.try_recv().is_err(), "the proxy was asked");
+        // With loopback through the proxy, NO_PROXY alone keeps the
+        // address direct, and the name goes to the proxy.
+        let no_proxy_direct = Http::new(
+            &[],
+            Duration::from_secs(10),
+            proxies(&[
+                ("HTTP_PROXY", proxy.clone()),
+                ("NO_PROXY", "example.com, 127.0.0.1".into()),
+                (proxy::PROXY_LOOPBACK_VAR, "1".into()),
+            ]),
+        )
+        .unwrap();
+        let response = no_proxy_direct.send(get(&by_ip)).await.unwrap();
+        assert_eq!(response.status(), StatusCode::NO_CONTENT);
+        let response = no_proxy_direct.send(get(&by_name)).await.unwrap();
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        let head = heads.recv().await.unwrap();
+        assert!(
+            head.starts_with(&format!("GET {by_name} HTTP/1.1")),
+            "{head}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_proxy_drainpipe_cannot_use_fails_the_request_it_would_carry() {
+        let http = Http::new(
+            &[],
+            Duration::from_secs(10),
+            proxies(&[("HTTPS_PROXY", "socks5://u:hunter2@127.0.0.1:1".into())]),
+        )
+        .unwrap();
+        let error = http
+            .send(get("https://mcp.example.invalid/mcp"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("HTTPS_PROXY names a SOCKS proxy"), "{error}");
+        assert!(!error.contains("hunter2"), "{error}");
     }
 }

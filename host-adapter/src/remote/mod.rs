@@ -218,7 +218,13 @@ pub(crate) fn connect(
         .iter()
         .map(|(name, value)| (name.clone(), expand_env(value)))
         .collect::<Vec<_>>();
-    let http = Http::new(&headers, config.connect_timeout.max(config.idle_timeout))?;
+    let proxies = http::ProxyRules::from_env()
+        .map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?;
+    let http = Http::new(
+        &headers,
+        config.connect_timeout.max(config.idle_timeout),
+        proxies,
+    )?;
     let auth = oauth::TokenSource::for_config(
         &config.oauth,
         &url,

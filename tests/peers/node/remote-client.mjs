@@ -100,10 +100,12 @@ else if (directSse) {
   transport = new SSEClientTransport(new URL(directSse), { requestInit: { headers } });
 } else {
   // The SDK passes a server only a few variables by default; a host's
-  // config names the others (`env`), as SSL_CERT_FILE is named here.
+  // config names the others (`env`), as the trust, proxy and telemetry
+  // variables are named here.
   const env = { ...getDefaultEnvironment() };
+  const passed = /^(SSL_CERT_FILE|SSL_CERT_DIR|DRAINPIPE_NO_BROWSER|DRAINPIPE_PROXY_LOOPBACK|(https?|all|no)_proxy|OTEL_.*)$/i;
   for (const [name, value] of Object.entries(process.env)) {
-    if (name === "SSL_CERT_FILE" || name === "DRAINPIPE_NO_BROWSER" || name.startsWith("OTEL_")) env[name] = value;
+    if (passed.test(name)) env[name] = value;
   }
   transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "inherit", env });
 }
