@@ -11,7 +11,9 @@
 //! - `NO_PROXY` sends a server around the proxy, and so does loopback
 //!   unless `DRAINPIPE_PROXY_LOOPBACK=1`;
 //! - a wrong proxy password fails the request with an error naming the
-//!   proxy by host and port, the password nowhere in what drainpipe says.
+//!   proxy by host and port, the password nowhere in what drainpipe says;
+//! - a private root in `SSL_CERT_DIR` is trusted, and a certificate there
+//!   that does not parse is named on stderr instead of failing the rest.
 //!
 //! drainpipe reaches loopback servers directly by default (a proxy
 //! elsewhere could not reach them), so the tests that must go through the
@@ -432,4 +434,37 @@ async fn a_wrong_proxy_password_fails_the_request_and_is_never_shown() {
             assert!(!said.contains(WRONG), "{what}: the password shown: {said}");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_in_ssl_cert_dir_is_trusted_and_a_broken_certificate_is_named() {
+    let Some(root) = tls::private_root("network-cert-dir") else {
+        return;
+    };
+    let Some(server) = mcp_server(Some(&root)).await else {
+        return;
+    };
+    let trusted = root.dir.join("trusted");
+    std::fs::create_dir_all(&trusted).expect("the certificate directory");
+    std::fs::copy(&root.ca, trusted.join("company-root.pem")).expect("copy the root");
+    let broken = trusted.join("broken.crt");
+    std::fs::write(
+        &broken,
+        "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n",
+    )
+    .expect("write broken.crt");
+    let what = "an echo over HTTPS with the root in SSL_CERT_DIR";
+    let stderr = echo_through(
+        &format!("https://localhost:{}/mcp", server.port),
+        &[("SSL_CERT_DIR", trusted.display().to_string())],
+        what,
+    )
+    .await;
+    assert!(
+        stderr.contains(&format!(
+            "drainpipe: SSL_CERT_DIR: skipped 1 of the 1 certificates in {}, which do not parse",
+            broken.display()
+        )),
+        "{what}: {stderr}"
+    );
 }

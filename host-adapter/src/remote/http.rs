@@ -8,15 +8,17 @@
 //! ([`connect`]).
 //!
 //! Trust: Mozilla's root certificates built in (`webpki-roots`), the same
-//! on every platform and with no system library, plus every certificate in
-//! the PEM file `SSL_CERT_FILE` names (a company's own root). Header
+//! on every platform and with no system library, plus every certificate
+//! `SSL_CERT_FILE` and `SSL_CERT_DIR` name that parses ([`trust`]). Header
 //! values are marked sensitive and never written anywhere by this module:
 //! an error names the URL's scheme, host and path, never a header, and a
 //! proxy by its host and port, never its credentials.
 
 mod connect;
 mod proxy;
+mod trust;
 
+use std::ffi::OsString;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,12 +31,10 @@ use hyper::{Request, Response, StatusCode, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
+use rustls::RootCertStore;
 
 use connect::{ProxyError, RouteConnector};
-pub(crate) use proxy::ProxyRules;
-use proxy::Route;
+use proxy::{ProxyRules, Route};
 
 /// The longest an HTTP error body is read for its message: enough for a
 /// server's reason, never a page of HTML in a JSON-RPC error.
@@ -70,13 +70,50 @@ pub(crate) enum HttpError {
     Timeout(String, Duration),
 }
 
+/// What the environment says about the network, read once per client:
+/// which proxy each server goes through, and whose certificates are
+/// trusted.
+pub(crate) struct Network {
+    proxies: ProxyRules,
+    roots: RootCertStore,
+}
+
+impl Network {
+    /// From the process's environment. `warn` gets a line for each
+    /// certificate file some of whose certificates were skipped; a proxy
+    /// variable that is not UTF-8, or a certificate file or directory that
+    /// cannot be read, is an error naming it.
+    pub(crate) fn from_env(warn: &mut dyn FnMut(String)) -> io::Result<Network> {
+        Self::read(&|name| std::env::var_os(name), warn)
+    }
+
+    /// From the variables `lookup` gives.
+    fn read(
+        lookup: &dyn Fn(&str) -> Option<OsString>,
+        warn: &mut dyn FnMut(String),
+    ) -> io::Result<Network> {
+        Ok(Network {
+            proxies: ProxyRules::read(lookup)
+                .map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?,
+            roots: trust::roots(lookup, warn)?,
+        })
+    }
+
+    /// No proxy and Mozilla's roots alone, whatever the environment says.
+    #[cfg(test)]
+    pub(crate) fn direct() -> Network {
+        Network::read(&|_| None, &mut |_| {}).expect("no variables")
+    }
+}
+
 impl Http {
     /// A client sending `headers` (name, value; values already expanded)
-    /// on every request, through the proxies `proxies` names.
+    /// on every request, through the proxies `network` names and trusting
+    /// its roots.
     pub(crate) fn new(
         headers: &[(String, String)],
         connect_timeout: Duration,
-        proxies: ProxyRules,
+        network: Network,
     ) -> io::Result<Http> {
         // `ring`, not the default aws-lc-rs: it cross-builds for every
         // target the release ships with no CMake or NASM. Its one gap is
@@ -84,27 +121,12 @@ impl Http {
         // call; classical ECDHE is what the servers offer today.
         #[allow(deprecated)]
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        if let Some(file) = std::env::var_os("SSL_CERT_FILE") {
-            let certs = CertificateDer::pem_file_iter(&file).map_err(|error| {
-                io::Error::other(format!("SSL_CERT_FILE {}: {error}", file.display()))
-            })?;
-            for cert in certs {
-                let cert = cert.map_err(|error| {
-                    io::Error::other(format!("SSL_CERT_FILE {}: {error}", file.display()))
-                })?;
-                roots.add(cert).map_err(|error| {
-                    io::Error::other(format!("SSL_CERT_FILE {}: {error}", file.display()))
-                })?;
-            }
-        }
         let tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(io::Error::other)?
-            .with_root_certificates(roots)
+            .with_root_certificates(network.roots)
             .with_no_client_auth();
-        let proxies = Arc::new(proxies);
+        let proxies = Arc::new(network.proxies);
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
             .https_or_http()
@@ -312,7 +334,6 @@ pub(crate) fn show_duration(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::OsString;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// A proxy on loopback that answers each connection's first request
@@ -340,16 +361,20 @@ mod tests {
         (format!("http://{address}"), received)
     }
 
-    fn proxies(vars: &[(&str, String)]) -> ProxyRules {
+    /// The network with only the variables `vars` set.
+    fn proxies(vars: &[(&str, String)]) -> Network {
         let vars: Vec<(String, OsString)> = vars
             .iter()
             .map(|(name, value)| (name.to_string(), OsString::from(value)))
             .collect();
-        ProxyRules::read(&move |name| {
-            vars.iter()
-                .find(|(var, _)| var == name)
-                .map(|(_, value)| value.clone())
-        })
+        Network::read(
+            &move |name| {
+                vars.iter()
+                    .find(|(var, _)| var == name)
+                    .map(|(_, value)| value.clone())
+            },
+            &mut |warning| panic!("{warning}"),
+        )
         .unwrap()
     }
 

@@ -72,7 +72,9 @@ use crate::pipe::jsonrpc::{SERVER_GONE, TOO_LARGE};
 const INVALID_PARAMS: i64 = -32602;
 use crate::proxy::Failure;
 use crate::proxy::StderrSink;
-use http::{Http, HttpError, MAX_ERROR_BODY_BYTES, next_chunk, read_body, short_text, shown};
+use http::{
+    Http, HttpError, MAX_ERROR_BODY_BYTES, Network, next_chunk, read_body, short_text, shown,
+};
 use out::{BodyKind, BodyLines, Lines, Passed};
 
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
@@ -218,12 +220,11 @@ pub(crate) fn connect(
         .iter()
         .map(|(name, value)| (name.clone(), expand_env(value)))
         .collect::<Vec<_>>();
-    let proxies = http::ProxyRules::from_env()
-        .map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?;
+    let network = Network::from_env(&mut |warning| sink.line(&warning))?;
     let http = Http::new(
         &headers,
         config.connect_timeout.max(config.idle_timeout),
-        proxies,
+        network,
     )?;
     let auth = oauth::TokenSource::for_config(
         &config.oauth,

@@ -86,18 +86,6 @@ pub(crate) struct ProxyRules {
     through_loopback: bool,
 }
 
-impl Default for ProxyRules {
-    /// No proxy: every server is reached directly.
-    fn default() -> Self {
-        ProxyRules {
-            http: None,
-            https: None,
-            no_proxy: Matcher::builder().build(),
-            through_loopback: false,
-        }
-    }
-}
-
 impl fmt::Debug for ProxyRules {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ProxyRules")
@@ -109,11 +97,6 @@ impl fmt::Debug for ProxyRules {
 }
 
 impl ProxyRules {
-    /// The rules the process's environment sets.
-    pub(crate) fn from_env() -> Result<ProxyRules, String> {
-        Self::read(&|name| std::env::var_os(name))
-    }
-
     /// The rules the variables from `lookup` set. Fails only on a value
     /// that is not UTF-8; a proxy URL drainpipe cannot use fails the
     /// requests it would carry ([`Route::Unusable`]). No message holds a
