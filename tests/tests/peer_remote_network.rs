@@ -13,7 +13,9 @@
 //! - a wrong proxy password fails the request with an error naming the
 //!   proxy by host and port, the password nowhere in what drainpipe says;
 //! - a private root in `SSL_CERT_DIR` is trusted, and a certificate there
-//!   that does not parse is named on stderr instead of failing the rest.
+//!   that does not parse is named on stderr instead of failing the rest;
+//! - a server that accepts the connection and never finishes TLS fails the
+//!   request within `--connect-timeout`, not `--idle-timeout`.
 //!
 //! drainpipe reaches loopback servers directly by default (a proxy
 //! elsewhere could not reach them), so the tests that must go through the
@@ -466,5 +468,44 @@ async fn a_root_in_ssl_cert_dir_is_trusted_and_a_broken_certificate_is_named() {
             broken.display()
         )),
         "{what}: {stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_finishes_tls_fails_within_the_connect_timeout() {
+    if peers::gate("the drainpipe binary", peers::drainpipe()).is_none() {
+        return;
+    }
+    // Accepts, then never writes a byte: the TLS handshake never ends.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a listener");
+    let port = listener.local_addr().expect("its address").port();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    let what = "initialize to a server that never finishes TLS, --connect-timeout 2s";
+    let (answer, took, _) = initialize_with(
+        &url,
+        &["--connect-timeout", "2s", "--idle-timeout", "120s"],
+        &[],
+        what,
+    )
+    .await;
+    silent.abort();
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!(
+            "could not connect to {url} within 2s (--connect-timeout, which bounds DNS, the TCP connect, a proxy's tunnel and the TLS handshake)"
+        )),
+        "{what}: {answer}"
+    );
+    assert!(
+        (Duration::from_millis(1_900)..Duration::from_secs(30)).contains(&took),
+        "{what}: answered after {took:?}"
     );
 }

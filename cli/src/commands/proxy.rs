@@ -105,10 +105,17 @@ pub(crate) struct ProxyArgs {
     transport: TransportArg,
     /// With --url: the longest an answer may send nothing, keep-alive
     /// comments included; past it its request gets an error instead of a
-    /// hang. Also bounds connecting.
+    /// hang. Also bounds the wait for a response once connected.
     #[cfg(feature = "remote")]
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, requires = "url")]
     idle_timeout: Duration,
+    /// With --url: the longest making a connection may take (DNS, the TCP
+    /// connect, a proxy's tunnel and the TLS handshake); past it the request
+    /// gets an error, so a server or proxy that is down, or accepts and
+    /// then says nothing, is not waited on for --idle-timeout.
+    #[cfg(feature = "remote")]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, requires = "url")]
+    connect_timeout: Duration,
     /// With --url: authorize with OAuth as MCP specifies (discovery,
     /// dynamic client registration, authorization code with PKCE in the
     /// browser, refresh, step-up) and fail at start if tokens cannot be
@@ -257,6 +264,7 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         let mut remote = drainpipe_host::remote::RemoteConfig::new(url.clone());
         remote.headers = args.headers.clone();
         remote.idle_timeout = args.idle_timeout;
+        remote.connect_timeout = args.connect_timeout;
         let authorization_given = args
             .headers
             .iter()

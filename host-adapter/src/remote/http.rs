@@ -30,10 +30,11 @@ use hyper::header::{HeaderMap, HeaderName, HeaderValue, PROXY_AUTHORIZATION};
 use hyper::{Request, Response, StatusCode, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::capture_connection;
 use hyper_util::rt::TokioExecutor;
 use rustls::RootCertStore;
 
-use connect::{ProxyError, RouteConnector};
+use connect::{ConnectTimedOut, ConnectWithin, ProxyError, RouteConnector};
 use proxy::{ProxyRules, Route};
 
 /// The longest an HTTP error body is read for its message: enough for a
@@ -46,27 +47,52 @@ pub(crate) const MAX_ERROR_BODY_BYTES: usize = 1024;
 /// connection the server is closing (reset, and the request failed).
 const POOL_IDLE: Duration = Duration::from_secs(4);
 
+/// How long the client waits, and for what.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timeouts {
+    /// Making a connection: DNS, the TCP connect, a proxy's tunnel and the
+    /// TLS handshake together. Bounds a server or proxy that is down,
+    /// unreachable, or accepts and then says nothing, which would otherwise
+    /// hold a request for the whole `response_head` wait.
+    pub(crate) connect: Duration,
+    /// A response's head, once connected: bounds a server that takes a
+    /// request and never answers it. (Bodies are read with the callers' own
+    /// idle timeout, [`next_chunk`].)
+    pub(crate) response_head: Duration,
+}
+
 /// A pooled HTTP(S) client with the headers every request carries.
 #[derive(Clone)]
 pub(crate) struct Http {
-    client: Client<HttpsConnector<RouteConnector>, Full<Bytes>>,
+    client: Client<ConnectWithin<HttpsConnector<RouteConnector>>, Full<Bytes>>,
     /// The same connector with no pool: see [`Http::without_headers`].
-    unpooled: Client<HttpsConnector<RouteConnector>, Full<Bytes>>,
+    unpooled: Client<ConnectWithin<HttpsConnector<RouteConnector>>, Full<Bytes>>,
     headers: HeaderMap,
     /// Which requests go through a proxy: the connector asks it for the
     /// connection, [`Http::send`] for `Proxy-Authorization` on a request
     /// forwarded in absolute form.
     proxies: Arc<ProxyRules>,
-    connect_timeout: Duration,
+    timeouts: Timeouts,
 }
 
-/// A failure before a response: the connection, TLS, or the timeout. Its
-/// text never holds a header value.
+/// A failure before a response. Its text never holds a header value, a
+/// URL's query or a proxy's credentials.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum HttpError {
+    /// No connection: refused, no such host, TLS or the proxy failed.
     #[error("could not reach {0}: {1}")]
     Connect(String, String),
-    #[error("no response from {0} within {1:?}")]
+    /// No connection within [`Timeouts::connect`].
+    #[error(
+        "could not connect to {0} within {limit} (--connect-timeout, which bounds DNS, the TCP connect, a proxy's tunnel and the TLS handshake)",
+        limit = show_duration(*.1)
+    )]
+    ConnectTimeout(String, Duration),
+    /// Connected, but no response head within [`Timeouts::response_head`].
+    #[error(
+        "no response from {0} within {limit} of connecting (--idle-timeout)",
+        limit = show_duration(*.1)
+    )]
     Timeout(String, Duration),
 }
 
@@ -112,7 +138,7 @@ impl Http {
     /// its roots.
     pub(crate) fn new(
         headers: &[(String, String)],
-        connect_timeout: Duration,
+        timeouts: Timeouts,
         network: Network,
     ) -> io::Result<Http> {
         // `ring`, not the default aws-lc-rs: it cross-builds for every
@@ -133,6 +159,7 @@ impl Http {
             .enable_http1()
             .enable_http2()
             .wrap_connector(RouteConnector::new(proxies.clone()));
+        let connector = ConnectWithin::new(connector, timeouts.connect);
         let mut builder = Client::builder(TokioExecutor::new());
         // `Content-Length`, not `content-length`, on HTTP/1.1 (HTTP/2
         // requires lower case): what curl and browsers send. Header names
@@ -168,7 +195,7 @@ impl Http {
             unpooled,
             headers: map,
             proxies,
-            connect_timeout,
+            timeouts,
         })
     }
 
@@ -185,13 +212,13 @@ impl Http {
             unpooled: self.unpooled.clone(),
             headers: HeaderMap::new(),
             proxies: self.proxies.clone(),
-            connect_timeout: self.connect_timeout,
+            timeouts: self.timeouts,
         }
     }
 
     /// Sends `request` with the client's headers added (a header the
     /// request sets itself wins), waiting at most the connect timeout for
-    /// the response's head.
+    /// a connection and the response-head timeout after it.
     pub(crate) async fn send(
         &self,
         mut request: Request<Full<Bytes>>,
@@ -210,8 +237,27 @@ impl Http {
                 .insert(PROXY_AUTHORIZATION, authorization.clone());
         }
         let shown = shown(request.uri());
-        match tokio::time::timeout(self.connect_timeout, self.client.request(request)).await {
-            Ok(Ok(response)) => match &route {
+        let mut connection = capture_connection(&mut request);
+        let responding = self.client.request(request);
+        // The connector bounds making the connection (and fails the request
+        // past it); the head's own wait starts once there is one, at once
+        // for a pooled connection.
+        let head_overdue = async {
+            let _ = connection.wait_for_connection_metadata().await;
+            tokio::time::sleep(self.timeouts.response_head).await;
+        };
+        let answered = async {
+            tokio::select! {
+                response = responding => Some(response),
+                () = head_overdue => None,
+            }
+        };
+        // Both waits together bound the whole as well, should hyper never
+        // report the connection.
+        let limit = self.timeouts.connect + self.timeouts.response_head;
+        let outcome = tokio::time::timeout(limit, answered).await.ok().flatten();
+        match outcome {
+            Some(Ok(response)) => match &route {
                 // Forwarded, the proxy answers for itself with 407 (through
                 // a tunnel, CONNECT's answer said so already).
                 Route::Forward(proxy)
@@ -222,8 +268,11 @@ impl Http {
                 }
                 _ => Ok(response),
             },
-            Ok(Err(error)) => Err(HttpError::Connect(shown, error_chain(&error))),
-            Err(_) => Err(HttpError::Timeout(shown, self.connect_timeout)),
+            Some(Err(error)) => match timed_out(&error) {
+                Some(limit) => Err(HttpError::ConnectTimeout(shown, limit)),
+                None => Err(HttpError::Connect(shown, error_chain(&error))),
+            },
+            None => Err(HttpError::Timeout(shown, self.timeouts.response_head)),
         }
     }
 }
@@ -237,6 +286,19 @@ pub(crate) fn shown(uri: &Uri) -> String {
         Some(port) => format!("{scheme}://{host}:{port}{}", uri.path()),
         None => format!("{scheme}://{host}{}", uri.path()),
     }
+}
+
+/// The connect timeout, if that is what `error` (or one of its sources)
+/// is.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> Option<Duration> {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if let Some(timed_out) = error.downcast_ref::<ConnectTimedOut>() {
+            return Some(timed_out.limit);
+        }
+        cause = error.source();
+    }
+    None
 }
 
 /// An error and its sources on one line.
@@ -378,6 +440,11 @@ mod tests {
         .unwrap()
     }
 
+    const TEN_SECONDS: Timeouts = Timeouts {
+        connect: Duration::from_secs(10),
+        response_head: Duration::from_secs(10),
+    };
+
     fn get(uri: &str) -> Request<Full<Bytes>> {
         Request::get(uri).body(Full::new(Bytes::new())).unwrap()
     }
@@ -388,7 +455,7 @@ mod tests {
         let with_password = proxy.replace("http://", "http://alice:pa%3Ass@");
         let http = Http::new(
             &[("Authorization".into(), "Bearer server-token".into())],
-            Duration::from_secs(10),
+            TEN_SECONDS,
             proxies(&[("HTTPS_PROXY", with_password)]),
         )
         .unwrap();
@@ -426,12 +493,7 @@ mod tests {
         let (proxy, mut heads) =
             fake_proxy("HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}").await;
         let with_user = proxy.replace("http://", "http://bob:hunter2@");
-        let http = Http::new(
-            &[],
-            Duration::from_secs(10),
-            proxies(&[("http_proxy", with_user)]),
-        )
-        .unwrap();
+        let http = Http::new(&[], TEN_SECONDS, proxies(&[("http_proxy", with_user)])).unwrap();
         let response = http
             .send(get("http://mcp.example.invalid/mcp"))
             .await
@@ -480,12 +542,7 @@ mod tests {
             ),
         ];
         for (server, proxy_url, expected) in table {
-            let http = Http::new(
-                &[],
-                Duration::from_secs(10),
-                proxies(&[("ALL_PROXY", proxy_url)]),
-            )
-            .unwrap();
+            let http = Http::new(&[], TEN_SECONDS, proxies(&[("ALL_PROXY", proxy_url)])).unwrap();
             let error = http.send(get(server)).await.unwrap_err().to_string();
             assert!(
                 error.contains(&format!(
@@ -509,12 +566,8 @@ mod tests {
         let port = server.rsplit(':').next().unwrap();
         let by_ip = format!("http://127.0.0.1:{port}/mcp");
         let by_name = format!("http://localhost:{port}/mcp");
-        let loopback_direct = Http::new(
-            &[],
-            Duration::from_secs(10),
-            proxies(&[("HTTP_PROXY", proxy.clone())]),
-        )
-        .unwrap();
+        let loopback_direct =
+            Http::new(&[], TEN_SECONDS, proxies(&[("HTTP_PROXY", proxy.clone())])).unwrap();
         for server in [&by_ip, &by_name] {
             let response = loopback_direct.send(get(server)).await.unwrap();
             assert_eq!(response.status(), StatusCode::NO_CONTENT, "{server}");
@@ -524,7 +577,7 @@ mod tests {
         // address direct, and the name goes to the proxy.
         let no_proxy_direct = Http::new(
             &[],
-            Duration::from_secs(10),
+            TEN_SECONDS,
             proxies(&[
                 ("HTTP_PROXY", proxy.clone()),
                 ("NO_PROXY", "example.com, 127.0.0.1".into()),
@@ -547,7 +600,7 @@ mod tests {
     async fn a_proxy_drainpipe_cannot_use_fails_the_request_it_would_carry() {
         let http = Http::new(
             &[],
-            Duration::from_secs(10),
+            TEN_SECONDS,
             proxies(&[("HTTPS_PROXY", "socks5://u:hunter2@127.0.0.1:1".into())]),
         )
         .unwrap();
@@ -558,5 +611,95 @@ mod tests {
             .to_string();
         assert!(error.contains("HTTPS_PROXY names a SOCKS proxy"), "{error}");
         assert!(!error.contains("hunter2"), "{error}");
+    }
+
+    /// A server on loopback that accepts connections and never writes a
+    /// byte (each held open until the test ends): a TLS handshake or a
+    /// CONNECT to it never completes, a request on it is never answered.
+    async fn silent_server() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        address
+    }
+
+    /// Sends `request`, which must fail: its error and how long it took.
+    async fn fails_after(
+        http: &Http,
+        request: Request<Full<Bytes>>,
+    ) -> (String, std::time::Duration) {
+        let started = std::time::Instant::now();
+        let error = http.send(request).await.unwrap_err().to_string();
+        (error, started.elapsed())
+    }
+
+    #[tokio::test]
+    async fn the_connect_timeout_bounds_a_tls_handshake_that_never_ends() {
+        let silent = silent_server().await;
+        let timeouts = Timeouts {
+            connect: Duration::from_millis(300),
+            response_head: Duration::from_secs(60),
+        };
+        let http = Http::new(&[], timeouts, Network::direct()).unwrap();
+        let (error, took) = fails_after(&http, get(&format!("https://{silent}/mcp?k=v"))).await;
+        assert!(
+            (Duration::from_millis(250)..Duration::from_secs(10)).contains(&took),
+            "{took:?}"
+        );
+        assert_eq!(
+            error,
+            format!(
+                "could not connect to https://{silent}/mcp within 300ms (--connect-timeout, which bounds DNS, the TCP connect, a proxy's tunnel and the TLS handshake)"
+            )
+        );
+    }
+
+    #[tokio::test]
+    async fn the_connect_timeout_bounds_a_proxy_that_never_opens_its_tunnel() {
+        let silent = silent_server().await;
+        let timeouts = Timeouts {
+            connect: Duration::from_millis(300),
+            response_head: Duration::from_secs(60),
+        };
+        let network = proxies(&[("HTTPS_PROXY", format!("http://{silent}"))]);
+        let http = Http::new(&[], timeouts, network).unwrap();
+        let (error, took) = fails_after(&http, get("https://mcp.example.invalid/mcp")).await;
+        assert!(
+            (Duration::from_millis(250)..Duration::from_secs(10)).contains(&took),
+            "{took:?}"
+        );
+        assert!(
+            error.starts_with(
+                "could not connect to https://mcp.example.invalid/mcp within 300ms (--connect-timeout"
+            ),
+            "{error}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_wait_for_a_response_head_starts_once_connected() {
+        let silent = silent_server().await;
+        let timeouts = Timeouts {
+            connect: Duration::from_secs(30),
+            response_head: Duration::from_millis(300),
+        };
+        let http = Http::new(&[], timeouts, Network::direct()).unwrap();
+        let (error, took) = fails_after(&http, get(&format!("http://{silent}/mcp"))).await;
+        // Well before the connect timeout, which is not the head's.
+        assert!(
+            (Duration::from_millis(250)..Duration::from_secs(10)).contains(&took),
+            "{took:?}"
+        );
+        assert_eq!(
+            error,
+            format!(
+                "no response from http://{silent}/mcp within 300ms of connecting (--idle-timeout)"
+            )
+        );
     }
 }

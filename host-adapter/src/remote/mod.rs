@@ -73,7 +73,8 @@ const INVALID_PARAMS: i64 = -32602;
 use crate::proxy::Failure;
 use crate::proxy::StderrSink;
 use http::{
-    Http, HttpError, MAX_ERROR_BODY_BYTES, Network, next_chunk, read_body, short_text, shown,
+    Http, HttpError, MAX_ERROR_BODY_BYTES, Network, Timeouts, next_chunk, read_body, short_text,
+    shown,
 };
 use out::{BodyKind, BodyLines, Lines, Passed};
 
@@ -125,10 +126,13 @@ pub struct RemoteConfig {
     pub transport: Transport,
     /// The longest a body may send nothing (keep-alive comments count):
     /// past it the request it answers is failed, so a stalled stream never
-    /// holds a request forever. Also bounds waiting for a response's head.
+    /// holds a request forever. Also bounds waiting for a response's head
+    /// once connected.
     pub idle_timeout: Duration,
-    /// The longest the TCP and TLS connection and a response's head may
-    /// take.
+    /// The longest making a connection may take: DNS, the TCP connect, a
+    /// proxy's CONNECT tunnel and the TLS handshake together. Past it the
+    /// request fails, so a server or proxy that is down, unreachable, or
+    /// accepts and then says nothing is not waited on for `idle_timeout`.
     pub connect_timeout: Duration,
     /// Whether and how to authorize with OAuth.
     pub oauth: OAuthConfig,
@@ -221,11 +225,11 @@ pub(crate) fn connect(
         .map(|(name, value)| (name.clone(), expand_env(value)))
         .collect::<Vec<_>>();
     let network = Network::from_env(&mut |warning| sink.line(&warning))?;
-    let http = Http::new(
-        &headers,
-        config.connect_timeout.max(config.idle_timeout),
-        network,
-    )?;
+    let timeouts = Timeouts {
+        connect: config.connect_timeout,
+        response_head: config.idle_timeout,
+    };
+    let http = Http::new(&headers, timeouts, network)?;
     let auth = oauth::TokenSource::for_config(
         &config.oauth,
         &url,

@@ -1,14 +1,18 @@
-//! The connector under TLS: a TCP connection to the server, or to the
-//! proxy [`ProxyRules`] names for it, through which an https:// server is
-//! reached by a CONNECT tunnel (RFC 9110 §9.3.6). hyper-rustls's
-//! `HttpsConnector` then speaks TLS to the server over what this returns,
-//! so TLS runs from end to end through the tunnel.
+//! The connectors, from the bottom up:
+//!
+//! - [`RouteConnector`]: a TCP connection to the server, or to the proxy
+//!   [`ProxyRules`] names for it, through which an https:// server is
+//!   reached by a CONNECT tunnel (RFC 9110 §9.3.6);
+//! - hyper-rustls's `HttpsConnector` on it speaks TLS to the server, so TLS
+//!   runs from end to end through the tunnel;
+//! - [`ConnectWithin`] around both bounds the whole of it in time.
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use hyper::Uri;
 use hyper::rt::{Read, ReadBufCursor, Write};
@@ -18,8 +22,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tower_service::Service;
 
-use super::error_chain;
 use super::proxy::{Proxy, ProxyRules, Route};
+use super::{error_chain, show_duration};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -160,6 +164,57 @@ impl Service<Uri> for RouteConnector {
             }
             Route::Unusable(why) => Box::pin(async move { Err(ProxyError::Unusable(why).into()) }),
         }
+    }
+}
+
+/// `inner` with each connection it makes bounded by `limit`: DNS, the TCP
+/// connect, a proxy's tunnel and the TLS handshake together. hyper's own
+/// connect timeout covers the TCP connect alone, so a server or proxy that
+/// accepts the connection and then says nothing would otherwise hold a
+/// request until the wait for its response gives up.
+#[derive(Clone)]
+pub(crate) struct ConnectWithin<C> {
+    inner: C,
+    limit: Duration,
+}
+
+impl<C> ConnectWithin<C> {
+    pub(crate) fn new(inner: C, limit: Duration) -> ConnectWithin<C> {
+        ConnectWithin { inner, limit }
+    }
+}
+
+/// A connection not made within the connect timeout: the server or proxy
+/// may be down, unreachable (packets dropped), or stuck in the handshake.
+#[derive(Debug, thiserror::Error)]
+#[error("no connection within {} (--connect-timeout)", show_duration(*.limit))]
+pub(crate) struct ConnectTimedOut {
+    pub(crate) limit: Duration,
+}
+
+impl<C> Service<Uri> for ConnectWithin<C>
+where
+    C: Service<Uri>,
+    C::Future: Send + 'static,
+    C::Error: Into<BoxError>,
+{
+    type Response = C::Response;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<C::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, server: Uri) -> Self::Future {
+        let connecting = self.inner.call(server);
+        let limit = self.limit;
+        Box::pin(async move {
+            match tokio::time::timeout(limit, connecting).await {
+                Ok(connected) => connected.map_err(Into::into),
+                Err(_) => Err(ConnectTimedOut { limit }.into()),
+            }
+        })
     }
 }
 

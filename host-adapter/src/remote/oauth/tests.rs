@@ -1,8 +1,8 @@
 //! The token source against fake servers on loopback: refreshing, and
 //! that each check stops the flow where it must.
 
+use super::super::http::{Network, Timeouts};
 use super::*;
-use super::super::http::Network;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
 use hyper::header::AUTHORIZATION;
@@ -25,6 +25,11 @@ fn pkce_verifiers_are_43_url_safe_characters() {
     ));
     assert_eq!(challenge, "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM");
 }
+
+const FIVE_SECONDS: Timeouts = Timeouts {
+    connect: Duration::from_secs(5),
+    response_head: Duration::from_secs(5),
+};
 
 /// What the fake server saw of one request.
 #[derive(Debug, PartialEq, Eq)]
@@ -146,7 +151,7 @@ fn source(base: &str, dir: &std::path::Path, expires_at: u64) -> TokenSource {
         dir: Some(dir.to_path_buf()),
         ..OAuthConfig::default()
     };
-    let http = Http::new(&[], Duration::from_secs(5), Network::direct()).unwrap();
+    let http = Http::new(&[], FIVE_SECONDS, Network::direct()).unwrap();
     let (sink, _closer) = StderrSink::start(io::sink(), 1 << 16);
     TokenSource::for_config(
         &config,
@@ -176,7 +181,7 @@ async fn a_401_refreshes_the_token_and_retries_once() {
     let (base, seen) = fake_server().await;
     let dir = temp_dir("oauth-401");
     let source = source(&base, &dir, now() + 3600);
-    let http = Http::new(&[], Duration::from_secs(5), Network::direct()).unwrap();
+    let http = Http::new(&[], FIVE_SECONDS, Network::direct()).unwrap();
     let response = source.send(&http, post(&base)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let seen = seen.lock().unwrap();
@@ -208,7 +213,7 @@ async fn an_expired_token_is_refreshed_before_it_is_sent() {
     let (base, seen) = fake_server().await;
     let dir = temp_dir("oauth-expired");
     let source = source(&base, &dir, 1);
-    let http = Http::new(&[], Duration::from_secs(5), Network::direct()).unwrap();
+    let http = Http::new(&[], FIVE_SECONDS, Network::direct()).unwrap();
     let response = source.send(&http, post(&base)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let paths: Vec<String> = seen
@@ -245,7 +250,7 @@ fn fresh_source(
         dir: Some(dir.to_path_buf()),
         ..OAuthConfig::default()
     };
-    let http = Http::new(&[], Duration::from_secs(5), Network::direct()).unwrap();
+    let http = Http::new(&[], FIVE_SECONDS, Network::direct()).unwrap();
     let source = TokenSource::for_config(
         &config,
         &format!("{base}/mcp").parse().unwrap(),
@@ -276,7 +281,7 @@ async fn sign_in_against(
     .await;
     let dir = temp_dir(name);
     let (source, said) = fresh_source(&base, &dir);
-    let http = Http::new(&[], Duration::from_secs(5), Network::direct()).unwrap();
+    let http = Http::new(&[], FIVE_SECONDS, Network::direct()).unwrap();
     let response = tokio::time::timeout(Duration::from_secs(20), source.send(&http, post(&base)))
         .await
         .expect("the flow stops in time")
@@ -394,7 +399,7 @@ async fn a_bearer_goes_only_to_its_own_origin() {
     let (other, other_seen) = fake_server().await;
     let dir = temp_dir("oauth-origin");
     let source = source(&base, &dir, now() + 3600);
-    let http = Http::new(&[], Duration::from_secs(5), Network::direct()).unwrap();
+    let http = Http::new(&[], FIVE_SECONDS, Network::direct()).unwrap();
     // A request to another origin (an older transport's endpoint that
     // moved, say) goes without the token.
     let elsewhere = Request::post(format!("{other}/mcp"))
