@@ -35,9 +35,6 @@ const METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const NAME: HeaderName = HeaderName::from_static("mcp-name");
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
-/// The `_meta` key a 2026-07-28 request names its revision under.
-const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-
 /// The most of a `tools/list` answer read for `x-mcp-header` marks: far
 /// over any real list of tools, bounding what a server can make the proxy
 /// hold for it. Tools past it get no `Mcp-Param` headers.
@@ -149,7 +146,8 @@ fn is_token_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
-/// The fields of a message the headers come from.
+/// The fields of a message the headers come from. Everything else (a
+/// call's arguments, which may be megabytes) is skipped, not built.
 #[derive(Deserialize)]
 struct Message {
     method: Option<String>,
@@ -160,9 +158,26 @@ struct Message {
 struct Params {
     name: Option<String>,
     uri: Option<String>,
-    arguments: Option<serde_json::Map<String, Value>>,
     #[serde(rename = "_meta")]
-    meta: Option<serde_json::Map<String, Value>>,
+    meta: Option<Meta>,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    protocol_version: Option<Value>,
+}
+
+/// A call's arguments, read only for a tool with marks.
+#[derive(Deserialize)]
+struct Call {
+    params: CallParams,
+}
+
+#[derive(Deserialize)]
+struct CallParams {
+    #[serde(default)]
+    arguments: serde_json::Map<String, Value>,
 }
 
 /// Adds the headers for a message the host sent to `headers`. `Err`: the
@@ -188,7 +203,7 @@ pub(crate) fn add(
     if let Some(version) = params
         .meta
         .as_ref()
-        .and_then(|meta| meta.get(META_PROTOCOL_VERSION))
+        .and_then(|meta| meta.protocol_version.as_ref())
         .and_then(Value::as_str)
         .and_then(|version| HeaderValue::from_str(version).ok())
     {
@@ -212,7 +227,9 @@ pub(crate) fn add(
             "the server's tool {tool:?} is refused: {why} (SEP-2243)"
         )),
         Some(Declared::Valid(marks)) => {
-            let arguments = params.arguments.unwrap_or_default();
+            let arguments = serde_json::from_slice::<Call>(bytes)
+                .map(|call| call.params.arguments)
+                .unwrap_or_default();
             for (argument, header) in marks {
                 let text = match arguments.get(argument) {
                     None | Some(Value::Null) => continue,
