@@ -61,12 +61,16 @@ pub(crate) struct Timeouts {
     pub(crate) response_head: Duration,
 }
 
+/// The connector stack: routed (directly or through a proxy), TLS on top,
+/// bounded in time as a whole.
+type Connector = ConnectWithin<HttpsConnector<RouteConnector>>;
+
 /// A pooled HTTP(S) client with the headers every request carries.
 #[derive(Clone)]
 pub(crate) struct Http {
-    client: Client<ConnectWithin<HttpsConnector<RouteConnector>>, Full<Bytes>>,
+    client: Client<Connector, Full<Bytes>>,
     /// The same connector with no pool: see [`Http::without_headers`].
-    unpooled: Client<ConnectWithin<HttpsConnector<RouteConnector>>, Full<Bytes>>,
+    unpooled: Client<Connector, Full<Bytes>>,
     headers: HeaderMap,
     /// Which requests go through a proxy: the connector asks it for the
     /// connection, [`Http::send`] for `Proxy-Authorization` on a request

@@ -218,7 +218,9 @@ mod tests {
     #[test]
     fn browser_names_the_command_to_open_with() {
         let url = "http://127.0.0.1:9/authorize?x=1";
-        let table: &[(&str, Option<(&str, &[&str])>)] = &[
+        // BROWSER's value → the program and its arguments, if any.
+        type Row<'a> = (&'a str, Option<(&'a str, &'a [&'a str])>);
+        let table: &[Row] = &[
             ("firefox", Some(("firefox", &[url]))),
             (
                 "node /t/browser.mjs",
