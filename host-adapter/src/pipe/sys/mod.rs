@@ -37,12 +37,12 @@ use windows as imp;
 pub(crate) use imp::JOBS_DIE_WITH_OWNER;
 #[cfg(feature = "remote")]
 pub(crate) use imp::exit_status_of;
+#[cfg(feature = "remote")]
+pub(crate) use imp::open_lock_file;
 pub(crate) use imp::{BlockingIn, RawOut, child_input, child_output, own_stdin_blocking};
 pub(crate) use imp::{Group, exit_signal, kill_process, lead_new_group, lead_new_group_std};
 pub(crate) use imp::{ProcessEntry, process_table};
-pub(crate) use imp::{
-    create_private_dir, create_private_file, open_lock_file, owned_by_me, process_exists,
-};
+pub(crate) use imp::{create_private_dir, create_private_file, owned_by_me, process_exists};
 pub(crate) use imp::{on_stop_request, own_stdin, own_stdout, wake_promptly};
 
 /// One step of stopping a group.

@@ -168,6 +168,7 @@ pub(crate) fn create_private_file(path: &Path) -> io::Result<fs::File> {
 
 /// Opens (creating if missing) a file only this user can read or write
 /// (mode 0600), for an advisory lock; its content is never read.
+#[cfg(feature = "remote")]
 pub(crate) fn open_lock_file(path: &Path) -> io::Result<fs::File> {
     fs::OpenOptions::new()
         .read(true)

@@ -207,6 +207,7 @@ pub(crate) fn create_private_file(path: &Path) -> io::Result<fs::File> {
 
 /// Opens (creating if missing) a file for an advisory lock (private as its
 /// directory is); its content is never read.
+#[cfg(feature = "remote")]
 pub(crate) fn open_lock_file(path: &Path) -> io::Result<fs::File> {
     fs::OpenOptions::new()
         .read(true)
