@@ -222,6 +222,22 @@ pub fn proxy_argv(drainpipe: &Path, proxy_args: &[&str], server: &[String]) -> V
     argv
 }
 
+/// `drainpipe proxy --url <url> --metrics none <args>` as a command line,
+/// or `None` (said why) when the binary is missing and peers are optional.
+pub fn remote_proxy_argv(url: &str, args: &[&str]) -> Option<Vec<String>> {
+    let drainpipe = gate("the drainpipe binary", drainpipe())?;
+    let mut argv = vec![
+        drainpipe.display().to_string(),
+        "proxy".into(),
+        "--url".into(),
+        url.into(),
+        "--metrics".into(),
+        "none".into(),
+    ];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    Some(argv)
+}
+
 /// A tokio command from a command line.
 pub fn command(argv: &[String]) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(&argv[0]);

@@ -75,19 +75,10 @@ async fn start(server: Server) -> Option<(Listening, String)> {
 /// `drainpipe proxy --url <url> <args>` with a marker in its command line
 /// (to find it for its memory) as an argv.
 fn proxy(url: &str, args: &[&str], marker: &str) -> Option<Vec<String>> {
-    let drainpipe = peers::gate("the drainpipe binary", peers::drainpipe())?;
-    let mut argv = vec![
-        drainpipe.display().to_string(),
-        "proxy".into(),
-        "--url".into(),
-        url.into(),
-        "--metrics".into(),
-        "none".into(),
-        "--header".into(),
-        format!("X-Drainpipe-Test: {marker}"),
-    ];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    Some(argv)
+    let header = format!("X-Drainpipe-Test: {marker}");
+    let mut marked = vec!["--header", header.as_str()];
+    marked.extend_from_slice(args);
+    peers::remote_proxy_argv(url, &marked)
 }
 
 /// Runs `remote-client.mjs <scenario> <args> -- <proxy>`; its summary and

@@ -181,17 +181,7 @@ async fn mcp_server(tls: Option<&tls::PrivateRoot>) -> Option<Listening> {
 
 /// `drainpipe proxy --url <url> <args>` as an argv.
 fn drainpipe_proxy(url: &str, args: &[&str]) -> Option<Vec<String>> {
-    let drainpipe = peers::gate("the drainpipe binary", peers::drainpipe())?;
-    let mut argv = vec![
-        drainpipe.display().to_string(),
-        "proxy".into(),
-        "--url".into(),
-        url.into(),
-        "--metrics".into(),
-        "none".into(),
-    ];
-    argv.extend(args.iter().map(|a| a.to_string()));
-    Some(argv)
+    peers::remote_proxy_argv(url, args)
 }
 
 /// Runs `remote-client.mjs echo` in front of `drainpipe proxy --url <url>`
