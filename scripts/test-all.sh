@@ -194,7 +194,7 @@ if [ "${DRAINPIPE_PRUNE:-0}" = 1 ]; then
 fi
 
 if [ "${DRAINPIPE_SKIP_FUZZ:-0}" != 1 ]; then
-    step "fuzz smoke: every target, ${FUZZ_SMOKE_SECONDS:-20}s each"
+    step "fuzz smoke: ${FUZZ_SMOKE_SECONDS:-20}s per target (FUZZ_COMPONENT=0: all but component_parity)"
     FUZZ_SMOKE_SECONDS="${FUZZ_SMOKE_SECONDS:-20}" bash fuzz/ci-smoke.sh
 fi
 
