@@ -15,6 +15,8 @@
 //!   (and optionally the content budget) in front of any MCP server.
 //! - `remote` (default feature `remote`): a remote server over Streamable
 //!   HTTP or HTTP+SSE as the proxy's server ([`proxy::run_remote`]).
+//! - `serve` (default feature `remote`): the proxy served over Streamable
+//!   HTTP, one child per session, for hosts that take remote servers only.
 //! - `rmcp` (feature `rmcp`): the session as a transport for the official
 //!   Rust MCP SDK's client.
 //! - [`server`]: the server side, for tool authors: bounded subprocesses and
@@ -38,6 +40,8 @@ pub mod proxy;
 pub mod remote;
 #[cfg(feature = "rmcp")]
 pub mod rmcp;
+#[cfg(feature = "remote")]
+pub mod serve;
 pub mod server;
 pub mod session;
 pub mod supervise;

@@ -55,6 +55,13 @@ impl Default for ShutdownTimeouts {
     }
 }
 
+impl ShutdownTimeouts {
+    /// The longest an ending can take, every step waited out.
+    pub fn total(&self) -> Duration {
+        self.after_close + self.after_term + self.after_kill
+    }
+}
+
 /// What a fresh spawn hands out: the control handle and the three pipes.
 pub(crate) struct Spawned {
     pub(crate) control: ProcessControl,

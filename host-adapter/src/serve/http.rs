@@ -1,0 +1,426 @@
+//! The HTTP side of `serve`: each connection, each request, the MCP
+//! endpoint's three methods (Streamable HTTP) and `/healthz`.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use serde_json::Value;
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+use super::outlet::{EventBody, Gone};
+use super::session::{Asked, Refused, Sessions, normalise};
+use crate::pipe::jsonrpc::{INVALID_REQUEST, PARSE_ERROR, TOO_LARGE};
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// How long a connection gets to finish its responses once the server
+/// stops (its sessions are ended by then, so its streams end too).
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// Serves one connection (HTTP/1.1 or HTTP/2) until it closes or `stop`.
+pub(crate) async fn connection(
+    stream: TcpStream,
+    _peer: SocketAddr,
+    sessions: Arc<Sessions>,
+    stop: CancellationToken,
+) {
+    let service = service_fn(move |request| {
+        let sessions = sessions.clone();
+        async move { Ok::<_, Infallible>(handle(request, sessions).await) }
+    });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        () = stop.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(CLOSE_GRACE, connection).await;
+        }
+    }
+}
+
+async fn handle(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<Body> {
+    // For a load balancer's probe, which names no host of ours and carries
+    // no token: it learns that the process answers, nothing more.
+    if request.uri().path() == "/healthz" {
+        return respond(StatusCode::OK, "application/json", r#"{"status":"ok"}"#);
+    }
+    if let Err(refusal) = sessions.config.guard.check(request.headers()) {
+        sessions.count(|m| m.refused += 1);
+        let status = StatusCode::from_u16(refusal.status()).expect("a status");
+        let mut response = error(status, -32000, refusal.message());
+        if status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        return response;
+    }
+    if request.uri().path() != sessions.config.path {
+        return error(
+            StatusCode::NOT_FOUND,
+            -32000,
+            "Not Found: the MCP endpoint is elsewhere",
+        );
+    }
+    match *request.method() {
+        Method::POST => post(request, sessions).await,
+        Method::GET => get(request, &sessions),
+        Method::DELETE => delete(request, &sessions),
+        _ => {
+            let mut response = error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                -32000,
+                "Method Not Allowed: POST, GET or DELETE",
+            );
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+/// A POST: one message or a batch from the client.
+async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<Body> {
+    let config = sessions.config.clone();
+    let headers = request.headers().clone();
+    if !header_has(&headers, header::CONTENT_TYPE, "application/json") {
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            -32000,
+            "Unsupported Media Type: Content-Type must be application/json",
+        );
+    }
+    let events = header_has(&headers, header::ACCEPT, "text/event-stream");
+    let json = header_has(&headers, header::ACCEPT, "application/json")
+        || header_has(&headers, header::ACCEPT, "*/*");
+    if !events && !json {
+        return error(
+            StatusCode::NOT_ACCEPTABLE,
+            -32000,
+            "Not Acceptable: Accept must include application/json or text/event-stream",
+        );
+    }
+    // The transport limit holds for a body as for a line: refused before
+    // it is read whole, never parsed.
+    let limit = config.proxy.framer.max_frame_bytes();
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return too_large(limit);
+    }
+    let body = match Limited::new(request.into_body(), limit).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(failure) if failure.is::<http_body_util::LengthLimitError>() => {
+            return too_large(limit);
+        }
+        Err(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: the body ended early",
+            );
+        }
+    };
+    let parsed: Value = match serde_json::from_slice(&body) {
+        Ok(value) => value,
+        Err(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                "Parse error: the body is not JSON",
+            );
+        }
+    };
+    let (batch, messages) = match parsed {
+        Value::Array(messages) if !messages.is_empty() => (true, messages),
+        message @ Value::Object(_) => (false, vec![message]),
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                "Invalid Request: a JSON-RPC message or a batch of them",
+            );
+        }
+    };
+    if messages.iter().any(|m| !m.is_object()) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            INVALID_REQUEST,
+            "Invalid Request: every message is a JSON object",
+        );
+    }
+    let initialize = messages
+        .iter()
+        .any(|m| m.get("method").and_then(Value::as_str) == Some("initialize"));
+    let session = if initialize {
+        if messages.len() > 1 {
+            return error(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                "Invalid Request: initialize must be sent alone",
+            );
+        }
+        match sessions.start() {
+            Ok(session) => session,
+            Err(Refused::Full) => {
+                let mut response = error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    -32000,
+                    "Service Unavailable: too many sessions are open; try again later",
+                );
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                return response;
+            }
+            Err(Refused::Stopping) => {
+                return error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    -32000,
+                    "Service Unavailable: the server is stopping",
+                );
+            }
+        }
+    } else {
+        match session_of(&headers, &sessions) {
+            Ok(session) => session,
+            Err(missing) => return missing.response(),
+        }
+    };
+    let asked: Vec<Asked> = messages
+        .iter()
+        .filter(|m| m.get("method").is_some())
+        .filter_map(|m| {
+            let id = m.get("id")?;
+            let method = m.get("method").and_then(Value::as_str);
+            Some(Asked {
+                id: normalise(id),
+                cancellable: method != Some("initialize"),
+                progress: m.pointer("/params/_meta/progressToken").map(normalise),
+            })
+        })
+        .collect();
+    let lines: Vec<Vec<u8>> = messages
+        .iter()
+        .map(|m| serde_json::to_vec(m).expect("a parsed value serialises"))
+        .collect();
+    if asked.is_empty() {
+        // Notifications and the client's answers: accepted once queued.
+        return if session.send(lines).await {
+            with_session(
+                Response::builder()
+                    .status(StatusCode::ACCEPTED)
+                    .body(Empty::new().boxed_unsync())
+                    .expect("a response"),
+                &session.id,
+            )
+        } else {
+            session_gone()
+        };
+    }
+    let Some((outlet, mut rx)) = session.open_post(events, &asked) else {
+        return session_gone();
+    };
+    // The stream (or the guard of the JSON answer) exists before the lines
+    // are sent: if this client goes away from here on, what it asked is
+    // cancelled. A session that ends now answers what it registered with
+    // errors.
+    if events {
+        let body = EventBody::new(rx, outlet, Arc::downgrade(&session), config.keep_alive);
+        let _ = session.send(lines).await;
+        let response = Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-cache")
+            .body(body.boxed_unsync())
+            .expect("a response");
+        return with_session(response, &session.id);
+    }
+    let gone = Gone {
+        session: Arc::downgrade(&session),
+        outlet: outlet.clone(),
+    };
+    let _ = session.send(lines).await;
+    // One JSON body: every answer gathered first (the client waits on this
+    // request; if it goes away, `gone` cancels what is left).
+    let mut answers = Vec::new();
+    while let Some(answer) = rx.recv().await {
+        answers.push(answer);
+    }
+    drop(gone);
+    let body = if !batch && answers.len() == 1 {
+        answers.pop().expect("one answer")
+    } else {
+        let mut joined = Vec::from(&b"["[..]);
+        for (i, answer) in answers.iter().enumerate() {
+            if i > 0 {
+                joined.push(b',');
+            }
+            joined.extend_from_slice(answer);
+        }
+        joined.push(b']');
+        Bytes::from(joined)
+    };
+    let response = Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(body).boxed_unsync())
+        .expect("a response");
+    with_session(response, &session.id)
+}
+
+/// A GET: the session's own event stream.
+fn get(request: Request<Incoming>, sessions: &Arc<Sessions>) -> Response<Body> {
+    let headers = request.headers();
+    if !header_has(headers, header::ACCEPT, "text/event-stream") {
+        return error(
+            StatusCode::NOT_ACCEPTABLE,
+            -32000,
+            "Not Acceptable: Accept must include text/event-stream",
+        );
+    }
+    let session = match session_of(headers, sessions) {
+        Ok(session) => session,
+        Err(missing) => return missing.response(),
+    };
+    let last_event = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let Some((outlet, rx)) = session.open_standalone(last_event) else {
+        return session_gone();
+    };
+    let body = EventBody::new(
+        rx,
+        outlet,
+        Arc::downgrade(&session),
+        sessions.config.keep_alive,
+    );
+    let response = Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(body.boxed_unsync())
+        .expect("a response");
+    with_session(response, &session.id)
+}
+
+/// A DELETE: the session ends, and its child with it.
+fn delete(request: Request<Incoming>, sessions: &Arc<Sessions>) -> Response<Body> {
+    let session = match session_of(request.headers(), sessions) {
+        Ok(session) => session,
+        Err(missing) => return missing.response(),
+    };
+    sessions.end(&session.id);
+    Response::builder()
+        .status(StatusCode::OK)
+        .body(Empty::new().boxed_unsync())
+        .expect("a response")
+}
+
+/// Why a request names no open session.
+enum NoSession {
+    /// No `Mcp-Session-Id`: 400.
+    Unnamed,
+    /// One that ended or never was: 404 (the client initializes anew).
+    Gone,
+}
+
+impl NoSession {
+    fn response(self) -> Response<Body> {
+        match self {
+            NoSession::Unnamed => error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: Mcp-Session-Id header is required",
+            ),
+            NoSession::Gone => session_gone(),
+        }
+    }
+}
+
+/// The open session the request names.
+fn session_of(
+    headers: &HeaderMap,
+    sessions: &Sessions,
+) -> Result<Arc<super::session::Session>, NoSession> {
+    let id = headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or(NoSession::Unnamed)?;
+    sessions.get(id).ok_or(NoSession::Gone)
+}
+
+fn session_gone() -> Response<Body> {
+    error(
+        StatusCode::NOT_FOUND,
+        -32001,
+        "Session not found: it ended or never was; initialize a new one",
+    )
+}
+
+fn too_large(limit: usize) -> Response<Body> {
+    error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        TOO_LARGE,
+        &format!("the body is over the transport limit ({limit} bytes)"),
+    )
+}
+
+fn with_session(mut response: Response<Body>, id: &str) -> Response<Body> {
+    if let Ok(value) = HeaderValue::from_str(id) {
+        response.headers_mut().insert(SESSION_HEADER, value);
+    }
+    response
+}
+
+/// Whether the header's value mentions `what` (case ignored): enough for
+/// media types in Content-Type and Accept.
+fn header_has(headers: &HeaderMap, name: header::HeaderName, what: &str) -> bool {
+    headers.get_all(name).iter().any(|value| {
+        value
+            .to_str()
+            .is_ok_and(|v| v.to_ascii_lowercase().contains(what))
+    })
+}
+
+fn respond(status: StatusCode, content_type: &'static str, body: &'static str) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(Full::new(Bytes::from_static(body.as_bytes())).boxed_unsync())
+        .expect("a response")
+}
+
+/// A JSON-RPC error with no id, as the body of an HTTP error.
+fn error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    });
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body.to_string())).boxed_unsync())
+        .expect("a response")
+}

@@ -1,0 +1,198 @@
+//! The proxy served over HTTP: any stdio MCP server made a Streamable HTTP
+//! server, one child per session, for hosts that take remote servers only.
+//!
+//! ```text
+//!  client ─POST─► guard ─► session ─(lines)─► proxy engine ─► child stdin
+//!    ▲            (Host,     │ waiting: id → stream              │
+//!    │             Origin,   ▼                                   ▼
+//!    └─SSE/JSON◄─ outlet ◄─ router ◄─(frames)─ proxy engine ◄─ child stdout
+//!  client ─GET──► the session's own stream (event ids, Last-Event-ID)
+//! ```
+//!
+//! The HTTP side is a host end of the same engine `drainpipe proxy` runs
+//! ([`crate::proxy::run`]): each session's child is behind the transport
+//! limit, the content budget and the spill store, and ends with its session
+//! as a proxied server ends with its host. What this module adds is what
+//! a network brings:
+//!
+//! - **the guard** (`guard`): `Host` and `Origin` against an allow-list
+//!   (DNS rebinding), a bearer token compared in constant time, a body
+//!   limited before it is parsed;
+//! - **sessions** (`session`): created by `initialize`, named by
+//!   `Mcp-Session-Id`, ended by `DELETE`, by staying idle past
+//!   [`ServeConfig::session_idle`], by their child exiting, or by this
+//!   server stopping; at most [`ServeConfig::max_sessions`] at once;
+//! - **outlets** (`outlet`): each response stream queues a bounded number
+//!   of bytes; a client that does not read loses its own answers, never the
+//!   child's progress or another session's; a client that goes away has
+//!   its requests cancelled to the child (`notifications/cancelled`) and
+//!   their late answers dropped.
+
+mod guard;
+mod http;
+mod outlet;
+mod session;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use guard::Guard;
+pub use session::OnEnd;
+
+use crate::proxy::{ProxyConfig, StderrSink};
+use session::Sessions;
+
+/// Makes the command of one session's server (a fresh child per session).
+pub type CommandFactory = Arc<dyn Fn() -> tokio::process::Command + Send + Sync>;
+
+/// How `serve` is configured. Start from `default()`.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// The engine of each session: limits, content budget, spill store,
+    /// sandbox, shutdown timeouts, as `drainpipe proxy` takes them. Its
+    /// transport limit also bounds a POST body, checked before it is
+    /// parsed.
+    pub proxy: ProxyConfig,
+    /// The MCP endpoint's path.
+    pub path: String,
+    /// Sessions open at once; past it `initialize` gets 503. Bounds the
+    /// children, and with [`ServeConfig::stream_bytes`] the memory, one
+    /// client's retries can take.
+    pub max_sessions: usize,
+    /// A session with no request for this long and nothing waiting for an
+    /// answer is ended, its child with it: a client that vanished (no
+    /// `DELETE`, no FIN) leaves no process behind. An open GET stream does
+    /// not count as use.
+    pub session_idle: Duration,
+    /// Bytes queued per response stream for a client that reads slowly; a
+    /// larger message is queued alone. Past it the stream's client loses
+    /// its answers (an error for each, said in the metrics): a client that
+    /// does not read costs this much memory, never the child's progress.
+    pub stream_bytes: usize,
+    /// Bytes of the session's own stream kept for a client that reconnects
+    /// with `Last-Event-ID`; older events are dropped.
+    pub replay_bytes: usize,
+    /// How often an open event stream with nothing to say sends a comment:
+    /// a write to a client that vanished then fails, and its stream ends.
+    pub keep_alive: Duration,
+    /// On a stop: how long open requests get to be answered before every
+    /// session is ended.
+    pub drain: Duration,
+    /// Who may call: `Host`, `Origin`, the bearer token.
+    pub guard: Guard,
+}
+
+impl Default for ServeConfig {
+    /// `/mcp`, 32 sessions, 10 minutes idle, 4 MiB per stream, 1 MiB of
+    /// replay, a keep-alive every 15 s, 10 s to drain, loopback names only.
+    fn default() -> Self {
+        ServeConfig {
+            proxy: ProxyConfig::default(),
+            path: "/mcp".to_string(),
+            max_sessions: 32,
+            session_idle: Duration::from_secs(600),
+            stream_bytes: 4 << 20,
+            replay_bytes: 1 << 20,
+            keep_alive: Duration::from_secs(15),
+            drain: Duration::from_secs(10),
+            guard: Guard::loopback(),
+        }
+    }
+}
+
+/// What a `serve` run counted.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct ServeMetrics {
+    /// Sessions started (each a child).
+    pub sessions: u64,
+    /// Sessions refused for `max_sessions`.
+    pub sessions_refused: u64,
+    /// Requests refused by the guard (Host, Origin, token).
+    pub refused: u64,
+    /// Requests cancelled to the child because their client went away.
+    pub cancelled_on_disconnect: u64,
+    /// Answers that arrived for a request nobody waited for any more.
+    pub late_answers_dropped: u64,
+    /// Answers and server messages lost because their client did not read.
+    pub dropped_for_slow_clients: u64,
+}
+
+/// Serves `command` (a fresh child per session) on `listener` until `stop`;
+/// then stops taking sessions, gives open requests [`ServeConfig::drain`]
+/// and ends every session and its child. `on_session_end` gets each
+/// session's id and the engine's outcome (its metrics). Must be called
+/// within a tokio runtime.
+pub async fn run(
+    listener: TcpListener,
+    command: CommandFactory,
+    config: ServeConfig,
+    sink: StderrSink,
+    stop: CancellationToken,
+    on_session_end: OnEnd,
+) -> io::Result<ServeMetrics> {
+    let config = Arc::new(config);
+    let tasks = TaskTracker::new();
+    let sessions = Sessions::new(
+        config.clone(),
+        command,
+        sink.clone(),
+        tasks.clone(),
+        on_session_end,
+    );
+    let connections = CancellationToken::new();
+    tasks.spawn(sessions.clone().reap_idle(stop.clone()));
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of descriptors, most often: wait instead of spinning.
+                    sink.line(&format!("serve: accept failed: {error}"));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        keep_alive(&stream, config.keep_alive);
+        let _ = stream.set_nodelay(true);
+        tasks.spawn(http::connection(
+            stream,
+            peer,
+            sessions.clone(),
+            connections.clone(),
+        ));
+    }
+    drop(listener);
+    sink.line("serve: stopping: no new sessions; open requests get their answers");
+    sessions.drain(config.drain).await;
+    sessions.end_all();
+    connections.cancel();
+    tasks.close();
+    let bound = config.drain + config.proxy.shutdown.total() + Duration::from_secs(5);
+    if tokio::time::timeout(bound, tasks.wait()).await.is_err() {
+        sink.line("serve: some sessions did not end in time");
+    }
+    Ok(sessions.metrics())
+}
+
+/// Whether `addr` is reachable from this machine only.
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// TCP keepalive probes after `idle` of silence: a client whose machine or
+/// network vanished (no FIN) is found by the kernel, and its streams end.
+fn keep_alive(stream: &tokio::net::TcpStream, idle: Duration) {
+    let probes = socket2::TcpKeepalive::new()
+        .with_time(idle)
+        .with_interval(Duration::from_secs(5));
+    let _ = socket2::SockRef::from(stream).set_tcp_keepalive(&probes);
+}

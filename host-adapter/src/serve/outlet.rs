@@ -1,0 +1,180 @@
+//! One response stream of a session: a POST's answers (as events or one
+//! JSON body) or the session's own GET stream.
+//!
+//! The session's router offers each message to an outlet and never waits:
+//! the outlet queues it within [`super::ServeConfig::stream_bytes`] or
+//! refuses it, and the stream's body takes it from there at the client's
+//! pace. A refused message is the stream's client's loss alone; the router
+//! goes on reading the child.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame};
+use tokio::sync::mpsc;
+
+use super::session::Session;
+
+/// A stream's queue, shared by the router (which offers) and the body
+/// (which takes).
+pub(crate) struct Outlet {
+    /// Writes server-sent events; otherwise the messages are gathered into
+    /// one JSON body.
+    pub(crate) events: bool,
+    tx: Mutex<Option<mpsc::UnboundedSender<Bytes>>>,
+    queued: AtomicUsize,
+    limit: usize,
+    /// A message was refused: the stream's client lost it.
+    overflowed: AtomicBool,
+    /// The ids (normalised) of the requests this stream answers that are
+    /// not answered yet, each with whether it may be cancelled.
+    pub(crate) waiting: Mutex<HashMap<String, bool>>,
+}
+
+impl Outlet {
+    pub(crate) fn new(events: bool, limit: usize) -> (Arc<Outlet>, mpsc::UnboundedReceiver<Bytes>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let outlet = Arc::new(Outlet {
+            events,
+            tx: Mutex::new(Some(tx)),
+            queued: AtomicUsize::new(0),
+            limit,
+            overflowed: AtomicBool::new(false),
+            waiting: Mutex::new(HashMap::new()),
+        });
+        (outlet, rx)
+    }
+
+    /// Queues `message` (already framed for this stream) unless the stream
+    /// is closed or holds `limit` bytes already (a message larger than the
+    /// limit is queued alone). Never waits.
+    pub(crate) fn offer(&self, message: Bytes) -> bool {
+        let tx = self.tx.lock().expect("outlet");
+        let Some(tx) = tx.as_ref() else {
+            return false;
+        };
+        let len = message.len();
+        let queued = self.queued.load(Ordering::Relaxed);
+        if queued > 0 && queued + len > self.limit {
+            self.overflowed.store(true, Ordering::Relaxed);
+            return false;
+        }
+        self.queued.fetch_add(len, Ordering::Relaxed);
+        if tx.send(message).is_err() {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// No more messages: the body ends once it has sent what is queued.
+    pub(crate) fn close(&self) {
+        self.tx.lock().expect("outlet").take();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tx.lock().expect("outlet").is_none()
+    }
+
+    pub(crate) fn overflowed(&self) -> bool {
+        self.overflowed.load(Ordering::Relaxed)
+    }
+
+    fn taken(&self, len: usize) {
+        self.queued.fetch_sub(len, Ordering::Relaxed);
+    }
+}
+
+/// One server-sent event carrying `message`, with `id` if given.
+pub(crate) fn event(id: Option<&str>, message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 32);
+    if let Some(id) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"event: message\ndata: ");
+    out.extend_from_slice(message);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}
+
+/// The body of an event stream: what the outlet queues, a comment every
+/// `keep_alive` when there is nothing else (a write to a vanished client
+/// fails, and the stream ends), and, when dropped (sent whole, or its
+/// client gone), the session told so.
+pub(crate) struct EventBody {
+    rx: mpsc::UnboundedReceiver<Bytes>,
+    outlet: Arc<Outlet>,
+    keep_alive: tokio::time::Interval,
+    /// Held for its drop.
+    _gone: Gone,
+}
+
+impl EventBody {
+    pub(crate) fn new(
+        rx: mpsc::UnboundedReceiver<Bytes>,
+        outlet: Arc<Outlet>,
+        session: Weak<Session>,
+        keep_alive: Duration,
+    ) -> Self {
+        let mut keep_alive =
+            tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
+        keep_alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let gone = Gone {
+            session,
+            outlet: outlet.clone(),
+        };
+        EventBody {
+            rx,
+            outlet,
+            keep_alive,
+            _gone: gone,
+        }
+    }
+}
+
+impl Body for EventBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(bytes)) => {
+                self.outlet.taken(bytes.len());
+                Poll::Ready(Some(Ok(Frame::data(bytes))))
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => match self.keep_alive.poll_tick(cx) {
+                Poll::Ready(_) => Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                    b": keep-alive\n\n",
+                ))))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+/// Tells the session that a stream is over when dropped: its unanswered
+/// requests are then cancelled to the child.
+pub(crate) struct Gone {
+    pub(crate) session: Weak<Session>,
+    pub(crate) outlet: Arc<Outlet>,
+}
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        self.outlet.close();
+        if let Some(session) = self.session.upgrade() {
+            session.stream_gone(&self.outlet);
+        }
+    }
+}

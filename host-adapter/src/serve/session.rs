@@ -1,0 +1,670 @@
+//! Sessions: one child behind the proxy engine each, and the routing of
+//! what it writes to the client's streams.
+//!
+//! A session's engine reads the client's messages from one end of an
+//! in-process pipe and writes the child's to it; the session writes the
+//! lines of each POST into that pipe and a router reads the other way,
+//! never stopping:
+//!
+//! - an answer goes to the stream of the POST that asked (late ones, whose
+//!   client went away, are dropped and counted);
+//! - `notifications/progress` goes to the stream of the request that gave
+//!   its `progressToken`;
+//! - any other message of the server's (log lines, sampling, elicitation)
+//!   goes to the newest POST stream still open, else to the session's own
+//!   GET stream, where it is numbered and kept for a reconnecting client
+//!   (`Last-Event-ID`).
+//!
+//! A session ends at `DELETE`, after [`super::ServeConfig::session_idle`]
+//! with nothing asked, when this server stops, or when its child exits;
+//! ending one closes the child's stdin, and the engine ends the child's
+//! tree as `drainpipe proxy` does (grace, SIGTERM, SIGKILL).
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use drainpipe_framer::{Config as FramerConfig, Event, Framer, MessageKind};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::outlet::{Outlet, event};
+use super::{CommandFactory, ServeConfig, ServeMetrics};
+use crate::proxy::{self, INVALID_REQUEST, ProxyOutcome, SERVER_GONE, StderrSink};
+
+/// Called when a session has ended, with its id and how its engine ended.
+pub type OnEnd = Arc<dyn Fn(&str, &io::Result<ProxyOutcome>) + Send + Sync>;
+
+/// Lines queued for one session's child before a POST waits: a client
+/// writing faster than its child reads is held at its own POST.
+const INPUT_QUEUE: usize = 64;
+
+/// Bytes of the in-process pipe between a session and its engine.
+const PIPE_BYTES: usize = 256 << 10;
+
+/// Every open session.
+pub(crate) struct Sessions {
+    pub(crate) config: Arc<ServeConfig>,
+    command: CommandFactory,
+    sink: StderrSink,
+    tasks: TaskTracker,
+    on_end: OnEnd,
+    map: Mutex<HashMap<String, Arc<Session>>>,
+    metrics: Mutex<ServeMetrics>,
+    /// Set at a stop: no new session.
+    draining: AtomicBool,
+}
+
+/// Why a session could not be started.
+pub(crate) enum Refused {
+    /// `max_sessions` are open.
+    Full,
+    /// The server is stopping.
+    Stopping,
+}
+
+impl Sessions {
+    pub(crate) fn new(
+        config: Arc<ServeConfig>,
+        command: CommandFactory,
+        sink: StderrSink,
+        tasks: TaskTracker,
+        on_end: OnEnd,
+    ) -> Arc<Sessions> {
+        Arc::new(Sessions {
+            config,
+            command,
+            sink,
+            tasks,
+            on_end,
+            map: Mutex::new(HashMap::new()),
+            metrics: Mutex::new(ServeMetrics::default()),
+            draining: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn count(&self, update: impl FnOnce(&mut ServeMetrics)) {
+        update(&mut self.metrics.lock().expect("metrics"));
+    }
+
+    pub(crate) fn metrics(&self) -> ServeMetrics {
+        self.metrics.lock().expect("metrics").clone()
+    }
+
+    /// The open session named `id`, marked as used now.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        let session = self.map.lock().expect("sessions").get(id).cloned()?;
+        if session.closing.is_cancelled() {
+            // Ending: its child is given its grace, but takes nothing more.
+            return None;
+        }
+        session.state.lock().expect("session").last_used = Instant::now();
+        Some(session)
+    }
+
+    /// Starts a session: its child, its engine, its writer and its router.
+    pub(crate) fn start(self: &Arc<Self>) -> Result<Arc<Session>, Refused> {
+        if self.draining.load(Ordering::Relaxed) {
+            return Err(Refused::Stopping);
+        }
+        let id = session_id();
+        let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
+        let (their_read, their_write) = tokio::io::split(theirs);
+        let (our_read, our_write) = tokio::io::split(ours);
+        let (input, input_rx) = mpsc::channel(INPUT_QUEUE);
+        let (cancels, cancels_rx) = mpsc::unbounded_channel();
+        let session = Arc::new(Session {
+            id: id.clone(),
+            input: Mutex::new(Some(input)),
+            cancels,
+            closing: CancellationToken::new(),
+            sessions: Arc::downgrade(self),
+            state: Mutex::new(State::new()),
+        });
+        {
+            let mut map = self.map.lock().expect("sessions");
+            if map.len() >= self.config.max_sessions {
+                drop(map);
+                self.count(|m| m.sessions_refused += 1);
+                return Err(Refused::Full);
+            }
+            map.insert(id.clone(), session.clone());
+        }
+        self.count(|m| m.sessions += 1);
+        self.tasks.spawn(write_input(
+            our_write,
+            input_rx,
+            cancels_rx,
+            session.closing.clone(),
+        ));
+        let framer = FramerConfig::default().with_max_frame_bytes(
+            self.config
+                .proxy
+                .framer
+                .max_frame_bytes()
+                .saturating_add(1024),
+        );
+        self.tasks
+            .spawn(route_output(our_read, Arc::downgrade(&session), framer));
+        let engine = proxy::run(
+            (self.command)(),
+            self.config.proxy,
+            their_read,
+            their_write,
+            self.sink.clone(),
+            // Never asked to stop: an ending session closes the child's
+            // stdin, and the engine's own steps (grace, SIGTERM, SIGKILL)
+            // bound the rest.
+            CancellationToken::new(),
+        );
+        let sessions = self.clone();
+        self.tasks.spawn(async move {
+            let outcome = engine.await;
+            if let Err(error) = &outcome {
+                sessions.sink.line(&format!(
+                    "serve: session {id}: could not start the server: {error}"
+                ));
+            }
+            (sessions.on_end)(&id, &outcome);
+            sessions.map.lock().expect("sessions").remove(&id);
+        });
+        Ok(session)
+    }
+
+    /// Ends the sessions idle past `session_idle`, until `stop`.
+    pub(crate) async fn reap_idle(self: Arc<Self>, stop: CancellationToken) {
+        let idle = self.config.session_idle;
+        let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+            let sessions: Vec<_> = self
+                .map
+                .lock()
+                .expect("sessions")
+                .values()
+                .cloned()
+                .collect();
+            for session in sessions {
+                if session.idle_for() > idle {
+                    self.sink.line(&format!(
+                        "serve: session {} idle for {}s: ended",
+                        session.id,
+                        idle.as_secs()
+                    ));
+                    self.end(&session.id);
+                }
+            }
+        }
+    }
+
+    /// Ends the session `id` (its child's stdin closed; the engine ends
+    /// its tree). Whether there was one.
+    pub(crate) fn end(&self, id: &str) -> bool {
+        let session = self.map.lock().expect("sessions").get(id).cloned();
+        match session {
+            Some(session) => {
+                session.end();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops taking sessions; waits up to `within` for every open request
+    /// to be answered.
+    pub(crate) async fn drain(&self, within: Duration) {
+        self.draining.store(true, Ordering::Relaxed);
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            let busy = self
+                .map
+                .lock()
+                .expect("sessions")
+                .values()
+                .any(|s| !s.state.lock().expect("session").waiting.is_empty());
+            if !busy {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Ends every session.
+    pub(crate) fn end_all(&self) {
+        let sessions: Vec<_> = self
+            .map
+            .lock()
+            .expect("sessions")
+            .values()
+            .cloned()
+            .collect();
+        for session in sessions {
+            session.end();
+        }
+    }
+}
+
+/// A 128-bit random session id in hex: not guessable, so one client cannot
+/// reach another's session by counting.
+fn session_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the system's random source");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One session.
+pub(crate) struct Session {
+    pub(crate) id: String,
+    /// Lines to the child; `None` once the session is ending.
+    input: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    /// Cancellations for requests whose client went away: sent from a drop,
+    /// so never waited for.
+    cancels: mpsc::UnboundedSender<Vec<u8>>,
+    /// Closes the child's stdin (the engine then ends it).
+    closing: CancellationToken,
+    sessions: Weak<Sessions>,
+    state: Mutex<State>,
+}
+
+struct State {
+    /// Unanswered requests (normalised id) and the stream each answers on.
+    waiting: HashMap<String, Arc<Outlet>>,
+    /// `progressToken`s (normalised) and the stream of their request.
+    progress: HashMap<String, Arc<Outlet>>,
+    /// Open POST event streams, oldest first.
+    posts: Vec<Arc<Outlet>>,
+    /// The GET stream.
+    standalone: Option<Arc<Outlet>>,
+    /// What was meant for the GET stream, numbered, for a client that
+    /// reconnects; bounded by `replay_bytes`.
+    replay: VecDeque<(u64, Bytes)>,
+    replay_bytes: usize,
+    next_event: u64,
+    /// The last event a live GET stream was given.
+    delivered: u64,
+    last_used: Instant,
+    ended: bool,
+}
+
+impl State {
+    fn new() -> Self {
+        State {
+            waiting: HashMap::new(),
+            progress: HashMap::new(),
+            posts: Vec::new(),
+            standalone: None,
+            replay: VecDeque::new(),
+            replay_bytes: 0,
+            next_event: 1,
+            delivered: 0,
+            last_used: Instant::now(),
+            ended: false,
+        }
+    }
+}
+
+/// A request of a POST: its id (normalised JSON), whether it may be
+/// cancelled, its `progressToken` (normalised) if any.
+pub(crate) struct Asked {
+    pub(crate) id: String,
+    pub(crate) cancellable: bool,
+    pub(crate) progress: Option<String>,
+}
+
+impl Session {
+    fn config(&self) -> Option<Arc<ServeConfig>> {
+        self.sessions.upgrade().map(|s| s.config.clone())
+    }
+
+    fn idle_for(&self) -> Duration {
+        let state = self.state.lock().expect("session");
+        if state.waiting.is_empty() {
+            state.last_used.elapsed()
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// Closes the child's stdin: the engine gives it its grace, then ends
+    /// its tree.
+    pub(crate) fn end(&self) {
+        self.input.lock().expect("input").take();
+        self.closing.cancel();
+    }
+
+    /// Opens the stream that answers `asked`. A request whose id is
+    /// already waiting in this session is answered at once with an error
+    /// (two answers could not be told apart). `None` if the session ended.
+    pub(crate) fn open_post(
+        &self,
+        events: bool,
+        asked: &[Asked],
+    ) -> Option<(Arc<Outlet>, mpsc::UnboundedReceiver<Bytes>)> {
+        let config = self.config()?;
+        let mut state = self.state.lock().expect("session");
+        if state.ended {
+            return None;
+        }
+        let (outlet, rx) = Outlet::new(events, config.stream_bytes);
+        let mut taken = Vec::new();
+        {
+            let mut waiting = outlet.waiting.lock().expect("outlet");
+            for request in asked {
+                if state.waiting.contains_key(&request.id) || waiting.contains_key(&request.id) {
+                    taken.push(request.id.clone());
+                    continue;
+                }
+                waiting.insert(request.id.clone(), request.cancellable);
+                state.waiting.insert(request.id.clone(), outlet.clone());
+                if let Some(token) = &request.progress {
+                    state.progress.insert(token.clone(), outlet.clone());
+                }
+            }
+        }
+        for id in taken {
+            let line = crate::pipe::jsonrpc::error_line(
+                id.as_bytes(),
+                INVALID_REQUEST,
+                "a request with this id is already waiting in this session",
+            );
+            outlet.offer(frame_for(&outlet, None, trim_newline(&line)));
+        }
+        if events {
+            state.posts.push(outlet.clone());
+        }
+        if outlet.waiting.lock().expect("outlet").is_empty() {
+            outlet.close();
+        }
+        Some((outlet, rx))
+    }
+
+    /// Opens the GET stream, replacing the one open (which ends): the
+    /// events after `last_event` (or those never delivered) first.
+    pub(crate) fn open_standalone(
+        &self,
+        last_event: Option<u64>,
+    ) -> Option<(Arc<Outlet>, mpsc::UnboundedReceiver<Bytes>)> {
+        let config = self.config()?;
+        let mut state = self.state.lock().expect("session");
+        if state.ended {
+            return None;
+        }
+        if let Some(old) = state.standalone.take() {
+            old.close();
+        }
+        let (outlet, rx) = Outlet::new(true, config.stream_bytes.max(config.replay_bytes));
+        let after = last_event.unwrap_or(state.delivered);
+        let mut last = after;
+        for (id, message) in state.replay.iter().filter(|(id, _)| *id > after) {
+            if !outlet.offer(event(Some(&id.to_string()), message)) {
+                break;
+            }
+            last = *id;
+        }
+        state.delivered = state.delivered.max(last);
+        state.standalone = Some(outlet.clone());
+        Some((outlet, rx))
+    }
+
+    /// Sends `lines` to the child, in order. `false` if the session ended.
+    pub(crate) async fn send(&self, lines: Vec<Vec<u8>>) -> bool {
+        let input = self.input.lock().expect("input").clone();
+        let Some(input) = input else {
+            return false;
+        };
+        for line in lines {
+            if input.send(line).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A stream is over (sent whole, refused a message, or its client
+    /// gone): what it still waited for is cancelled to the child, and any
+    /// late answer will be dropped.
+    pub(crate) fn stream_gone(&self, outlet: &Arc<Outlet>) {
+        let mut cancelled = 0u64;
+        {
+            let mut state = self.state.lock().expect("session");
+            state.posts.retain(|o| !Arc::ptr_eq(o, outlet));
+            if state
+                .standalone
+                .as_ref()
+                .is_some_and(|o| Arc::ptr_eq(o, outlet))
+            {
+                state.standalone = None;
+            }
+            state.progress.retain(|_, o| !Arc::ptr_eq(o, outlet));
+            let ids: Vec<(String, bool)> = outlet.waiting.lock().expect("outlet").drain().collect();
+            for (id, cancellable) in ids {
+                state.waiting.remove(&id);
+                // (`initialize` is the one request never to be cancelled.)
+                if state.ended || !cancellable {
+                    continue;
+                }
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the client went away"}}}}"#
+                );
+                if self.cancels.send(line.into_bytes()).is_ok() {
+                    cancelled += 1;
+                }
+            }
+        }
+        if let Some(sessions) = self.sessions.upgrade() {
+            let dropped = u64::from(outlet.overflowed());
+            sessions.count(|m| {
+                m.cancelled_on_disconnect += cancelled;
+                m.dropped_for_slow_clients += dropped;
+            });
+        }
+    }
+
+    /// Routes one message of the child's.
+    fn route(&self, message: &[u8], kind: MessageKind, id: Option<String>, method: Option<&[u8]>) {
+        let mut state = self.state.lock().expect("session");
+        match kind {
+            MessageKind::Response => {
+                let Some(id) = id else { return };
+                let Some(outlet) = state.waiting.remove(&id) else {
+                    drop(state);
+                    self.count(|m| m.late_answers_dropped += 1);
+                    return;
+                };
+                let done = {
+                    let mut waiting = outlet.waiting.lock().expect("outlet");
+                    waiting.remove(&id);
+                    waiting.is_empty()
+                };
+                let delivered = outlet.offer(frame_for(&outlet, None, message));
+                if done || !delivered {
+                    outlet.close();
+                    state.posts.retain(|o| !Arc::ptr_eq(o, &outlet));
+                    state.progress.retain(|_, o| !Arc::ptr_eq(o, &outlet));
+                }
+                if !delivered {
+                    drop(state);
+                    self.count(|m| m.dropped_for_slow_clients += 1);
+                }
+            }
+            MessageKind::Request | MessageKind::Notification => {
+                let progress = (method == Some(b"notifications/progress".as_slice()))
+                    .then(|| progress_token(message))
+                    .flatten()
+                    .and_then(|token| state.progress.get(&token).cloned());
+                let target =
+                    progress.or_else(|| state.posts.iter().rev().find(|o| !o.is_closed()).cloned());
+                if let Some(outlet) = target
+                    && outlet.offer(frame_for(&outlet, None, message))
+                {
+                    return;
+                }
+                // The GET stream: numbered, and kept for a reconnection.
+                let number = state.next_event;
+                state.next_event += 1;
+                let message = Bytes::copy_from_slice(message);
+                state.replay_bytes += message.len();
+                state.replay.push_back((number, message.clone()));
+                let limit = self.config().map_or(0, |c| c.replay_bytes);
+                while state.replay_bytes > limit && state.replay.len() > 1 {
+                    if let Some((_, old)) = state.replay.pop_front() {
+                        state.replay_bytes -= old.len();
+                    }
+                }
+                if let Some(outlet) = state.standalone.clone() {
+                    if outlet.offer(event(Some(&number.to_string()), &message)) {
+                        state.delivered = number;
+                    } else {
+                        self.count(|m| m.dropped_for_slow_clients += 1);
+                    }
+                }
+            }
+            MessageKind::Unknown => {}
+            _ => {}
+        }
+    }
+
+    /// The child's output ended: every request still waiting is answered
+    /// with an error (the engine answers those it saw; these it never
+    /// read), then every stream ends.
+    fn finish(&self) {
+        let mut state = self.state.lock().expect("session");
+        state.ended = true;
+        let waiting: Vec<(String, Arc<Outlet>)> = state.waiting.drain().collect();
+        for (id, outlet) in waiting {
+            outlet.waiting.lock().expect("outlet").remove(&id);
+            let line = crate::pipe::jsonrpc::error_line(
+                id.as_bytes(),
+                SERVER_GONE,
+                "the session's server ended without answering",
+            );
+            outlet.offer(frame_for(&outlet, None, trim_newline(&line)));
+        }
+        let standalone = state.standalone.take();
+        for outlet in state.posts.drain(..).chain(standalone) {
+            outlet.close();
+        }
+        state.progress.clear();
+        drop(state);
+        self.input.lock().expect("input").take();
+        if let Some(sessions) = self.sessions.upgrade() {
+            sessions.map.lock().expect("sessions").remove(&self.id);
+        }
+    }
+
+    fn count(&self, update: impl FnOnce(&mut ServeMetrics)) {
+        if let Some(sessions) = self.sessions.upgrade() {
+            sessions.count(update);
+        }
+    }
+}
+
+/// `message` as its outlet sends it: an event, or the bare message.
+fn frame_for(outlet: &Outlet, id: Option<&str>, message: &[u8]) -> Bytes {
+    if outlet.events {
+        event(id, message)
+    } else {
+        Bytes::copy_from_slice(message)
+    }
+}
+
+fn trim_newline(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\n").unwrap_or(line)
+}
+
+/// A JSON value as a map key: its canonical text, the same for an id
+/// however a peer escaped it.
+pub(crate) fn normalise(value: &serde_json::Value) -> String {
+    value.to_string()
+}
+
+/// The `params.progressToken` of a progress notification, normalised.
+fn progress_token(message: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Progress {
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "progressToken")]
+        token: serde_json::Value,
+    }
+    let progress: Progress = serde_json::from_slice(message).ok()?;
+    Some(normalise(&progress.params.token))
+}
+
+/// Writes the session's lines to its engine: cancellations first, then
+/// the POSTs' lines in order; at `closing`, or when every sender is gone,
+/// ends the engine's input (the child's stdin is then closed).
+async fn write_input(
+    mut out: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    mut input: mpsc::Receiver<Vec<u8>>,
+    mut cancels: mpsc::UnboundedReceiver<Vec<u8>>,
+    closing: CancellationToken,
+) {
+    loop {
+        let line = tokio::select! {
+            biased;
+            Some(line) = cancels.recv() => line,
+            line = input.recv() => match line {
+                Some(line) => line,
+                None => break,
+            },
+            () = closing.cancelled() => break,
+        };
+        let written = tokio::select! {
+            written = async {
+                out.write_all(&line).await?;
+                out.write_all(b"\n").await
+            } => written,
+            () = closing.cancelled() => break,
+        };
+        if written.is_err() {
+            break;
+        }
+    }
+    let _ = out.shutdown().await;
+}
+
+/// Reads what the engine writes (the child's messages, and the engine's
+/// own errors) and routes each whole message; never stops reading.
+async fn route_output(
+    mut input: tokio::io::ReadHalf<tokio::io::DuplexStream>,
+    session: Weak<Session>,
+    config: FramerConfig,
+) {
+    let mut framer = Framer::new(config);
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match input.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let Some(session) = session.upgrade() else {
+            // Nobody to route to: keep reading, so the engine ends freely.
+            continue;
+        };
+        framer.push(&buf[..n], |event| {
+            if let Event::Frame(frame) = event {
+                let envelope = frame.envelope;
+                let id = envelope.id.and_then(|id| {
+                    serde_json::from_slice::<serde_json::Value>(&id.to_json())
+                        .ok()
+                        .map(|v| normalise(&v))
+                });
+                session.route(frame.bytes, envelope.kind(), id, envelope.method);
+            }
+        });
+    }
+    if let Some(session) = session.upgrade() {
+        session.finish();
+    }
+}
