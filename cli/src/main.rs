@@ -24,6 +24,8 @@ struct Cli {
 enum Command {
     Demo(commands::demo::DemoArgs),
     Proxy(commands::proxy::ProxyArgs),
+    #[cfg(feature = "remote")]
+    Serve(commands::serve::ServeArgs),
     Check(commands::check::CheckArgs),
     Frame(commands::frame::FrameArgs),
     Install(commands::install::InstallArgs),
@@ -50,6 +52,8 @@ fn main() {
     let code = match cli.command {
         Command::Demo(args) => commands::demo::run(args),
         Command::Proxy(args) => commands::proxy::run(args),
+        #[cfg(feature = "remote")]
+        Command::Serve(args) => commands::serve::run(args),
         Command::Check(args) => commands::check::run(args),
         Command::Frame(args) => commands::frame::run(args),
         Command::Install(args) => commands::install::run_install(args),

@@ -6,6 +6,8 @@ pub(crate) mod demo;
 pub(crate) mod frame;
 pub(crate) mod install;
 pub(crate) mod proxy;
+#[cfg(feature = "remote")]
+pub(crate) mod serve;
 pub(crate) mod size;
 
 use std::io::IsTerminal;

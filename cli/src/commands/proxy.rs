@@ -28,52 +28,8 @@ use drainpipe_framer::budget::{Clip, Keep};
 #[derive(Debug, Args)]
 #[command(after_help = super::EXIT_CODES)]
 pub(crate) struct ProxyArgs {
-    /// The transport limit, both directions: the longest message forwarded,
-    /// in bytes on the wire (e.g. 4MiB, 512KiB, 1GB).
-    #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size)]
-    max_frame: usize,
-    /// Condense `tools/call` results to this content budget, whatever their
-    /// size, over --max-frame too: long texts keep their beginning and their
-    /// end (--keep), long arrays their first elements, and
-    /// `_meta["io.drainpipe/truncated"]` plus a last text block say what was
-    /// cut. In bytes of the whole response
-    /// (`256KiB`), or in what a host shows the model: characters
-    /// (`50000chars`, UTF-16 units as JavaScript counts them) or tokens
-    /// (`25000tokens`, by OpenAI's o200k_base). At least 3496 of any unit.
-    /// Off by default: a result over --max-frame is then an error for its
-    /// request.
-    #[arg(long, value_name = "SIZE", value_parser = parse_clip)]
-    clip: Option<Clip>,
-    /// With --clip: what a cut text keeps. `ends`: its first and its last
-    /// half, with a mark between saying how many bytes were left out there
-    /// and from which byte to read them (logs and command output end with
-    /// what matters); `head`: its beginning; `tail`: its end.
-    #[arg(long, value_name = "PART", default_value = "ends")]
-    keep: Keep,
-    /// With --clip: the full value of everything cut is kept in a private
-    /// spill directory (removed when the proxy exits), linked from the
-    /// result (`resource_link`, `drainpipe://result/...`) and read back
-    /// through the same session with `resources/read` or the added
-    /// `drainpipe_read` tool. This bounds the directory: past it the oldest
-    /// values are evicted. 0 keeps nothing. Needs --clip of at least 6KiB.
-    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_size)]
-    spill_max: usize,
-    /// Frame both directions inside the WebAssembly component (wasmtime, one
-    /// capped instance per direction) instead of natively: a fault in the
-    /// framer then ends this proxy with an error, never the host.
-    #[arg(long)]
-    sandbox: bool,
-    /// The deepest nesting of objects and arrays accepted in a message.
-    #[arg(long, value_name = "N", default_value_t = Config::DEFAULT_MAX_DEPTH)]
-    max_depth: u32,
-    /// Bytes of whole messages queued per direction for a peer that reads
-    /// slowly (a larger message is queued alone); at least 64KiB.
-    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_queue)]
-    queue: usize,
-    /// After the host closes stdin, how long the server gets to exit before
-    /// SIGTERM (then 2 s more before SIGKILL).
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-    grace: Duration,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Metrics printed when the proxy exits.
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     metrics: MetricsFormat,
@@ -207,6 +163,80 @@ pub(crate) struct ProxyArgs {
     server: Vec<String>,
 }
 
+/// The engine's options, the same for `proxy` and for each session of
+/// `serve`.
+#[derive(Debug, Args)]
+pub(crate) struct EngineArgs {
+    /// The transport limit, both directions: the longest message forwarded,
+    /// in bytes on the wire (e.g. 4MiB, 512KiB, 1GB).
+    #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size)]
+    max_frame: usize,
+    /// Condense `tools/call` results to this content budget, whatever their
+    /// size, over --max-frame too: long texts keep their beginning and their
+    /// end (--keep), long arrays their first elements, and
+    /// `_meta["io.drainpipe/truncated"]` plus a last text block say what was
+    /// cut. In bytes of the whole response
+    /// (`256KiB`), or in what a host shows the model: characters
+    /// (`50000chars`, UTF-16 units as JavaScript counts them) or tokens
+    /// (`25000tokens`, by OpenAI's o200k_base). At least 3496 of any unit.
+    /// Off by default: a result over --max-frame is then an error for its
+    /// request.
+    #[arg(long, value_name = "SIZE", value_parser = parse_clip)]
+    clip: Option<Clip>,
+    /// With --clip: what a cut text keeps. `ends`: its first and its last
+    /// half, with a mark between saying how many bytes were left out there
+    /// and from which byte to read them (logs and command output end with
+    /// what matters); `head`: its beginning; `tail`: its end.
+    #[arg(long, value_name = "PART", default_value = "ends")]
+    keep: Keep,
+    /// With --clip: the full value of everything cut is kept in a private
+    /// spill directory (removed when the proxy exits), linked from the
+    /// result (`resource_link`, `drainpipe://result/...`) and read back
+    /// through the same session with `resources/read` or the added
+    /// `drainpipe_read` tool. This bounds the directory: past it the oldest
+    /// values are evicted. 0 keeps nothing. Needs --clip of at least 6KiB.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = parse_size)]
+    spill_max: usize,
+    /// Frame both directions inside the WebAssembly component (wasmtime, one
+    /// capped instance per direction) instead of natively: a fault in the
+    /// framer then ends this proxy with an error, never the host.
+    #[arg(long)]
+    sandbox: bool,
+    /// The deepest nesting of objects and arrays accepted in a message.
+    #[arg(long, value_name = "N", default_value_t = Config::DEFAULT_MAX_DEPTH)]
+    max_depth: u32,
+    /// Bytes of whole messages queued per direction for a peer that reads
+    /// slowly (a larger message is queued alone); at least 64KiB.
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_queue)]
+    queue: usize,
+    /// After the host closes stdin, how long the server gets to exit before
+    /// SIGTERM (then 2 s more before SIGKILL).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    grace: Duration,
+}
+
+impl EngineArgs {
+    /// The engine's configuration from these options.
+    pub(crate) fn config(&self) -> ProxyConfig {
+        ProxyConfig {
+            framer: Config::default()
+                .with_max_frame_bytes(self.max_frame)
+                .with_max_depth(self.max_depth),
+            clip: self.clip.map(|clip| clip.keeping(self.keep)),
+            sandbox: self.sandbox,
+            spill: (self.spill_max > 0).then_some(SpillConfig {
+                max_bytes: self.spill_max as u64,
+            }),
+            queue_bytes: self.queue,
+            shutdown: ShutdownTimeouts {
+                after_close: self.grace,
+                ..ProxyConfig::default().shutdown
+            },
+            ..ProxyConfig::default()
+        }
+    }
+}
+
 /// `--transport`.
 #[cfg(feature = "remote")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -248,7 +278,7 @@ fn parse_param(text: &str) -> Result<(String, String), String> {
 
 /// How the exit metrics are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum MetricsFormat {
+pub(crate) enum MetricsFormat {
     /// A few lines for people.
     Text,
     /// One line of JSON.
@@ -330,22 +360,7 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
         .and_then(|exe| drainpipe_host::supervise::spawn(&exe))
         .map_err(|error| eprintln!("drainpipe: no orphan guard: {error}"))
         .ok();
-    let config = ProxyConfig {
-        framer: Config::default()
-            .with_max_frame_bytes(args.max_frame)
-            .with_max_depth(args.max_depth),
-        clip: args.clip.map(|clip| clip.keeping(args.keep)),
-        sandbox: args.sandbox,
-        spill: (args.spill_max > 0).then_some(SpillConfig {
-            max_bytes: args.spill_max as u64,
-        }),
-        queue_bytes: args.queue,
-        shutdown: ShutdownTimeouts {
-            after_close: args.grace,
-            ..ProxyConfig::default().shutdown
-        },
-        ..ProxyConfig::default()
-    };
+    let config = args.engine.config();
     // Export starts outside the runtime: its HTTP client is a blocking
     // one, on the SDK's own threads.
     #[cfg(feature = "otel")]
@@ -429,7 +444,7 @@ pub(crate) fn run(args: ProxyArgs) -> i32 {
 
 /// Points this process's stdout at the null device, closing the host's
 /// pipe (nothing else holds its write end).
-fn release_stdout() {
+pub(crate) fn release_stdout() {
     #[cfg(unix)]
     if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
         let _ = nix::unistd::dup2_stdout(&null);
@@ -464,7 +479,7 @@ fn report(args: &ProxyArgs, metrics: &ProxyMetrics, sink: &StderrSink) {
 
 /// SIGTERM, SIGINT and SIGHUP (Ctrl+C, Ctrl+Break and the console closing
 /// on Windows) ask the server to stop; the proxy exits when it has.
-fn watch_signals(stop: CancellationToken, sink: StderrSink) -> io::Result<()> {
+pub(crate) fn watch_signals(stop: CancellationToken, sink: StderrSink) -> io::Result<()> {
     proxy::on_stop_request(move || {
         if stop.is_cancelled() {
             sink.line("second signal: waiting for the server to end");
