@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use super::outlet::{EventBody, Gone};
-use super::session::{Asked, Refused, Sessions, normalise};
+use super::session::{Asked, Refused, Session, Sessions, normalise};
 use crate::pipe::jsonrpc::{INVALID_REQUEST, PARSE_ERROR, TOO_LARGE};
 
 type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -171,21 +171,33 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
     let initialize = messages
         .iter()
         .any(|m| m.get("method").and_then(Value::as_str) == Some("initialize"));
-    let session = if initialize {
-        if messages.len() > 1 {
-            return error(
+    // The id errors below answer, when the body is one request.
+    let id = (messages.len() == 1)
+        .then(|| messages[0].get("id"))
+        .flatten();
+    let named = headers.contains_key(SESSION_HEADER);
+    let asks = messages
+        .iter()
+        .any(|m| m.get("method").is_some() && m.get("id").is_some());
+    let session = if initialize || (!named && asks) {
+        if initialize && messages.len() > 1 {
+            return error_for(
                 StatusCode::BAD_REQUEST,
                 INVALID_REQUEST,
                 "Invalid Request: initialize must be sent alone",
+                None,
             );
         }
-        match sessions.start() {
+        // A request with no session and no initialize: a client that
+        // keeps none (2026-07-28). A child serves this POST alone.
+        match sessions.start(!initialize) {
             Ok(session) => session,
             Err(Refused::Full) => {
-                let mut response = error(
+                let mut response = error_for(
                     StatusCode::SERVICE_UNAVAILABLE,
                     -32000,
                     "Service Unavailable: too many sessions are open; try again later",
+                    id,
                 );
                 response
                     .headers_mut()
@@ -193,17 +205,34 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
                 return response;
             }
             Err(Refused::Stopping) => {
-                return error(
+                return error_for(
                     StatusCode::SERVICE_UNAVAILABLE,
                     -32000,
                     "Service Unavailable: the server is stopping",
+                    id,
                 );
             }
         }
+    } else if !named {
+        // Notifications of a client that keeps no session: a cancellation
+        // reaches the child serving its request; the rest has nowhere to go.
+        for message in &messages {
+            if message.get("method").and_then(Value::as_str) == Some("notifications/cancelled")
+                && let Some(request) = message.pointer("/params/requestId")
+                && let Some(session) = sessions.waiting_for(&normalise(request))
+            {
+                let line = serde_json::to_vec(message).expect("a parsed value serialises");
+                session.send(vec![line]).await;
+            }
+        }
+        return Response::builder()
+            .status(StatusCode::ACCEPTED)
+            .body(Empty::new().boxed_unsync())
+            .expect("a response");
     } else {
         match session_of(&headers, &sessions) {
             Ok(session) => session,
-            Err(missing) => return missing.response(),
+            Err(missing) => return missing.response_for(id),
         }
     };
     let asked: Vec<Asked> = messages
@@ -231,7 +260,7 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
                     .status(StatusCode::ACCEPTED)
                     .body(Empty::new().boxed_unsync())
                     .expect("a response"),
-                &session.id,
+                &session,
             )
         } else {
             session_gone()
@@ -253,7 +282,7 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
             .header(header::CACHE_CONTROL, "no-cache")
             .body(body.boxed_unsync())
             .expect("a response");
-        return with_session(response, &session.id);
+        return with_session(response, &session);
     }
     let gone = Gone {
         session: Arc::downgrade(&session),
@@ -285,7 +314,7 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
         .header(header::CONTENT_TYPE, "application/json")
         .body(Full::new(body).boxed_unsync())
         .expect("a response");
-    with_session(response, &session.id)
+    with_session(response, &session)
 }
 
 /// A GET: the session's own event stream.
@@ -306,7 +335,7 @@ fn get(request: Request<Incoming>, sessions: &Arc<Sessions>) -> Response<Body> {
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let Some((outlet, rx)) = session.open_standalone(last_event) else {
+    let Some((outlet, rx)) = session.open_get(last_event) else {
         return session_gone();
     };
     let body = EventBody::new(
@@ -321,7 +350,7 @@ fn get(request: Request<Incoming>, sessions: &Arc<Sessions>) -> Response<Body> {
         .header(header::CACHE_CONTROL, "no-cache")
         .body(body.boxed_unsync())
         .expect("a response");
-    with_session(response, &session.id)
+    with_session(response, &session)
 }
 
 /// A DELETE: the session ends, and its child with it.
@@ -347,22 +376,29 @@ enum NoSession {
 
 impl NoSession {
     fn response(self) -> Response<Body> {
+        self.response_for(None)
+    }
+
+    fn response_for(self, id: Option<&Value>) -> Response<Body> {
         match self {
-            NoSession::Unnamed => error(
+            NoSession::Unnamed => error_for(
                 StatusCode::BAD_REQUEST,
                 -32000,
                 "Bad Request: Mcp-Session-Id header is required",
+                id,
             ),
-            NoSession::Gone => session_gone(),
+            NoSession::Gone => error_for(
+                StatusCode::NOT_FOUND,
+                -32001,
+                "Session not found: it ended or never was; initialize a new one",
+                id,
+            ),
         }
     }
 }
 
 /// The open session the request names.
-fn session_of(
-    headers: &HeaderMap,
-    sessions: &Sessions,
-) -> Result<Arc<super::session::Session>, NoSession> {
+fn session_of(headers: &HeaderMap, sessions: &Sessions) -> Result<Arc<Session>, NoSession> {
     let id = headers
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
@@ -371,11 +407,7 @@ fn session_of(
 }
 
 fn session_gone() -> Response<Body> {
-    error(
-        StatusCode::NOT_FOUND,
-        -32001,
-        "Session not found: it ended or never was; initialize a new one",
-    )
+    NoSession::Gone.response()
 }
 
 fn too_large(limit: usize) -> Response<Body> {
@@ -386,8 +418,11 @@ fn too_large(limit: usize) -> Response<Body> {
     )
 }
 
-fn with_session(mut response: Response<Body>, id: &str) -> Response<Body> {
-    if let Ok(value) = HeaderValue::from_str(id) {
+fn with_session(mut response: Response<Body>, session: &Session) -> Response<Body> {
+    if session.ephemeral {
+        return response;
+    }
+    if let Ok(value) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, value);
     }
     response
@@ -413,9 +448,15 @@ fn respond(status: StatusCode, content_type: &'static str, body: &'static str) -
 
 /// A JSON-RPC error with no id, as the body of an HTTP error.
 fn error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+    error_for(status, code, message, None)
+}
+
+/// A JSON-RPC error answering `id` (null if unknown), as the body of an
+/// HTTP error.
+fn error_for(status: StatusCode, code: i64, message: &str, id: Option<&Value>) -> Response<Body> {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
-        "id": null,
+        "id": id.cloned().unwrap_or(Value::Null),
         "error": { "code": code, "message": message },
     });
     Response::builder()

@@ -78,6 +78,14 @@ pub struct ServeConfig {
     /// Bytes of the session's own stream kept for a client that reconnects
     /// with `Last-Event-ID`; older events are dropped.
     pub replay_bytes: usize,
+    /// How long a POST stream whose client went away keeps its requests
+    /// for the client to resume it (`Last-Event-ID`, as the 2025-11-25
+    /// revision lets a client do); past it they are cancelled to the child.
+    /// Zero cancels at once.
+    pub resume_window: Duration,
+    /// The reconnection delay each event stream asks its client for
+    /// (`retry:`).
+    pub retry: Duration,
     /// How often an open event stream with nothing to say sends a comment:
     /// a write to a client that vanished then fails, and its stream ends.
     pub keep_alive: Duration,
@@ -90,7 +98,8 @@ pub struct ServeConfig {
 
 impl Default for ServeConfig {
     /// `/mcp`, 32 sessions, 10 minutes idle, 4 MiB per stream, 1 MiB of
-    /// replay, a keep-alive every 15 s, 10 s to drain, loopback names only.
+    /// replay, 5 s to resume a stream, 1 s to reconnect, a keep-alive every
+    /// 15 s, 10 s to drain, loopback names only.
     fn default() -> Self {
         ServeConfig {
             proxy: ProxyConfig::default(),
@@ -99,6 +108,8 @@ impl Default for ServeConfig {
             session_idle: Duration::from_secs(600),
             stream_bytes: 4 << 20,
             replay_bytes: 1 << 20,
+            resume_window: Duration::from_secs(5),
+            retry: Duration::from_secs(1),
             keep_alive: Duration::from_secs(15),
             drain: Duration::from_secs(10),
             guard: Guard::loopback(),

@@ -23,6 +23,8 @@ use super::session::Session;
 /// A stream's queue, shared by the router (which offers) and the body
 /// (which takes).
 pub(crate) struct Outlet {
+    /// The stream's number in its session (a resumed stream keeps it).
+    pub(crate) stream: u64,
     /// Writes server-sent events; otherwise the messages are gathered into
     /// one JSON body.
     pub(crate) events: bool,
@@ -37,9 +39,14 @@ pub(crate) struct Outlet {
 }
 
 impl Outlet {
-    pub(crate) fn new(events: bool, limit: usize) -> (Arc<Outlet>, mpsc::UnboundedReceiver<Bytes>) {
+    pub(crate) fn new(
+        stream: u64,
+        events: bool,
+        limit: usize,
+    ) -> (Arc<Outlet>, mpsc::UnboundedReceiver<Bytes>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let outlet = Arc::new(Outlet {
+            stream,
             events,
             tx: Mutex::new(Some(tx)),
             queued: AtomicUsize::new(0),
@@ -91,12 +98,10 @@ impl Outlet {
 }
 
 /// One server-sent event carrying `message`, with `id` if given.
-pub(crate) fn event(id: Option<&str>, message: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(message.len() + 32);
+pub(crate) fn event(id: Option<u64>, message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 48);
     if let Some(id) = id {
-        out.extend_from_slice(b"id: ");
-        out.extend_from_slice(id.as_bytes());
-        out.push(b'\n');
+        out.extend_from_slice(format!("id: {id}\n").as_bytes());
     }
     out.extend_from_slice(b"event: message\ndata: ");
     out.extend_from_slice(message);

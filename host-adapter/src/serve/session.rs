@@ -108,7 +108,9 @@ impl Sessions {
     }
 
     /// Starts a session: its child, its engine, its writer and its router.
-    pub(crate) fn start(self: &Arc<Self>) -> Result<Arc<Session>, Refused> {
+    /// An `ephemeral` one serves one POST of a client that keeps no session
+    /// (the 2026-07-28 revision's stateless requests) and ends with it.
+    pub(crate) fn start(self: &Arc<Self>, ephemeral: bool) -> Result<Arc<Session>, Refused> {
         if self.draining.load(Ordering::Relaxed) {
             return Err(Refused::Stopping);
         }
@@ -123,6 +125,7 @@ impl Sessions {
             input: Mutex::new(Some(input)),
             cancels,
             closing: CancellationToken::new(),
+            ephemeral,
             sessions: Arc::downgrade(self),
             state: Mutex::new(State::new()),
         });
@@ -179,7 +182,7 @@ impl Sessions {
     /// Ends the sessions idle past `session_idle`, until `stop`.
     pub(crate) async fn reap_idle(self: Arc<Self>, stop: CancellationToken) {
         let idle = self.config.session_idle;
-        let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+        let every = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(1));
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -193,6 +196,7 @@ impl Sessions {
                 .cloned()
                 .collect();
             for session in sessions {
+                session.expire_detached();
                 if session.idle_for() > idle {
                     self.sink.line(&format!(
                         "serve: session {} idle for {}s: ended",
@@ -203,6 +207,17 @@ impl Sessions {
                 }
             }
         }
+    }
+
+    /// The ephemeral session waiting for the request `id` (normalised): where
+    /// a stateless client's `notifications/cancelled` goes.
+    pub(crate) fn waiting_for(&self, id: &str) -> Option<Arc<Session>> {
+        self.map
+            .lock()
+            .expect("sessions")
+            .values()
+            .find(|s| s.ephemeral && s.state.lock().expect("session").waiting.contains_key(id))
+            .cloned()
     }
 
     /// Ends the session `id` (its child's stdin closed; the engine ends
@@ -270,9 +285,15 @@ pub(crate) struct Session {
     cancels: mpsc::UnboundedSender<Vec<u8>>,
     /// Closes the child's stdin (the engine then ends it).
     closing: CancellationToken,
+    /// Serves one POST and ends with it (no `Mcp-Session-Id`).
+    pub(crate) ephemeral: bool,
     sessions: Weak<Sessions>,
     state: Mutex<State>,
 }
+
+/// The stream number of the session's own (GET) stream; POST streams are
+/// numbered from 1.
+const STANDALONE: u64 = 0;
 
 struct State {
     /// Unanswered requests (normalised id) and the stream each answers on.
@@ -283,15 +304,28 @@ struct State {
     posts: Vec<Arc<Outlet>>,
     /// The GET stream.
     standalone: Option<Arc<Outlet>>,
-    /// What was meant for the GET stream, numbered, for a client that
-    /// reconnects; bounded by `replay_bytes`.
-    replay: VecDeque<(u64, Bytes)>,
+    /// POST streams whose client went away with requests unanswered, kept
+    /// until the deadline for a client that resumes them (`Last-Event-ID`);
+    /// then what they wait for is cancelled.
+    detached: Vec<(Arc<Outlet>, Instant)>,
+    /// Every event sent or meant for an event stream, numbered, for a
+    /// client that reconnects; bounded by `replay_bytes`.
+    replay: VecDeque<Replayed>,
     replay_bytes: usize,
     next_event: u64,
+    next_stream: u64,
     /// The last event a live GET stream was given.
     delivered: u64,
     last_used: Instant,
     ended: bool,
+}
+
+/// One numbered event.
+struct Replayed {
+    event: u64,
+    stream: u64,
+    /// Empty for a stream's priming event.
+    message: Bytes,
 }
 
 impl State {
@@ -301,12 +335,46 @@ impl State {
             progress: HashMap::new(),
             posts: Vec::new(),
             standalone: None,
+            detached: Vec::new(),
             replay: VecDeque::new(),
             replay_bytes: 0,
             next_event: 1,
+            next_stream: 1,
             delivered: 0,
             last_used: Instant::now(),
             ended: false,
+        }
+    }
+
+    /// Numbers `message` for `stream` and keeps it for a reconnection.
+    fn record(&mut self, stream: u64, message: Bytes, limit: usize) -> u64 {
+        let event = self.next_event;
+        self.next_event += 1;
+        self.replay_bytes += message.len();
+        self.replay.push_back(Replayed {
+            event,
+            stream,
+            message,
+        });
+        while self.replay_bytes > limit && self.replay.len() > 1 {
+            if let Some(old) = self.replay.pop_front() {
+                self.replay_bytes -= old.message.len();
+            }
+        }
+        event
+    }
+
+    /// Forgets `outlet` as a destination (it is closed or replaced).
+    fn unlink(&mut self, outlet: &Arc<Outlet>) {
+        self.posts.retain(|o| !Arc::ptr_eq(o, outlet));
+        self.detached.retain(|(o, _)| !Arc::ptr_eq(o, outlet));
+        self.progress.retain(|_, o| !Arc::ptr_eq(o, outlet));
+        if self
+            .standalone
+            .as_ref()
+            .is_some_and(|o| Arc::ptr_eq(o, outlet))
+        {
+            self.standalone = None;
         }
     }
 }
@@ -342,7 +410,10 @@ impl Session {
 
     /// Opens the stream that answers `asked`. A request whose id is
     /// already waiting in this session is answered at once with an error
-    /// (two answers could not be told apart). `None` if the session ended.
+    /// (two answers could not be told apart). An event stream starts with
+    /// a priming event (an id, the reconnection delay, no data): a client
+    /// that loses the connection resumes with `Last-Event-ID`. `None` if
+    /// the session ended.
     pub(crate) fn open_post(
         &self,
         events: bool,
@@ -353,7 +424,13 @@ impl Session {
         if state.ended {
             return None;
         }
-        let (outlet, rx) = Outlet::new(events, config.stream_bytes);
+        let stream = state.next_stream;
+        state.next_stream += 1;
+        let (outlet, rx) = Outlet::new(stream, events, config.stream_bytes);
+        if events {
+            let priming = state.record(stream, Bytes::new(), config.replay_bytes);
+            outlet.offer(priming_event(priming, config.retry));
+        }
         let mut taken = Vec::new();
         {
             let mut waiting = outlet.waiting.lock().expect("outlet");
@@ -375,7 +452,12 @@ impl Session {
                 INVALID_REQUEST,
                 "a request with this id is already waiting in this session",
             );
-            outlet.offer(frame_for(&outlet, None, trim_newline(&line)));
+            emit(
+                &mut state,
+                &outlet,
+                trim_newline(&line),
+                config.replay_bytes,
+            );
         }
         if events {
             state.posts.push(outlet.clone());
@@ -386,9 +468,12 @@ impl Session {
         Some((outlet, rx))
     }
 
-    /// Opens the GET stream, replacing the one open (which ends): the
-    /// events after `last_event` (or those never delivered) first.
-    pub(crate) fn open_standalone(
+    /// Opens a GET stream. After `Last-Event-ID` of a POST stream, it
+    /// resumes that stream: its events after that one, then its answers
+    /// still to come, and it ends with them. Otherwise it is the session's
+    /// own stream, replacing the one open (which ends): the events after
+    /// `last_event`, or those never delivered, first.
+    pub(crate) fn open_get(
         &self,
         last_event: Option<u64>,
     ) -> Option<(Arc<Outlet>, mpsc::UnboundedReceiver<Bytes>)> {
@@ -397,20 +482,57 @@ impl Session {
         if state.ended {
             return None;
         }
-        if let Some(old) = state.standalone.take() {
-            old.close();
-        }
-        let (outlet, rx) = Outlet::new(true, config.stream_bytes.max(config.replay_bytes));
+        let stream = last_event
+            .and_then(|last| state.replay.iter().find(|r| r.event == last))
+            .map_or(STANDALONE, |r| r.stream);
+        let limit = config.stream_bytes.max(config.replay_bytes);
+        let (outlet, rx) = Outlet::new(stream, true, limit);
         let after = last_event.unwrap_or(state.delivered);
         let mut last = after;
-        for (id, message) in state.replay.iter().filter(|(id, _)| *id > after) {
-            if !outlet.offer(event(Some(&id.to_string()), message)) {
+        for replayed in state
+            .replay
+            .iter()
+            .filter(|r| r.stream == stream && r.event > after && !r.message.is_empty())
+        {
+            if !outlet.offer(event(Some(replayed.event), &replayed.message)) {
                 break;
             }
-            last = *id;
+            last = replayed.event;
         }
-        state.delivered = state.delivered.max(last);
-        state.standalone = Some(outlet.clone());
+        if stream == STANDALONE {
+            if let Some(old) = state.standalone.take() {
+                old.close();
+            }
+            state.delivered = state.delivered.max(last);
+            state.standalone = Some(outlet.clone());
+            return Some((outlet, rx));
+        }
+        // The POST stream resumed: what it waits for is now this one's.
+        let old = state
+            .posts
+            .iter()
+            .chain(state.detached.iter().map(|(o, _)| o))
+            .find(|o| o.stream == stream)
+            .cloned();
+        if let Some(old) = old {
+            let moved: Vec<(String, bool)> = old.waiting.lock().expect("outlet").drain().collect();
+            for (id, _) in &moved {
+                state.waiting.insert(id.clone(), outlet.clone());
+            }
+            for target in state.progress.values_mut() {
+                if Arc::ptr_eq(target, &old) {
+                    *target = outlet.clone();
+                }
+            }
+            outlet.waiting.lock().expect("outlet").extend(moved);
+            old.close();
+            state.unlink(&old);
+        }
+        if outlet.waiting.lock().expect("outlet").is_empty() {
+            outlet.close();
+        } else {
+            state.posts.push(outlet.clone());
+        }
         Some((outlet, rx))
     }
 
@@ -428,48 +550,82 @@ impl Session {
         true
     }
 
-    /// A stream is over (sent whole, refused a message, or its client
-    /// gone): what it still waited for is cancelled to the child, and any
-    /// late answer will be dropped.
+    /// A stream's body is gone (sent whole, or its client went away). A
+    /// POST stream with requests unanswered is kept for
+    /// [`ServeConfig::resume_window`] for its client to resume; anything
+    /// else it waited for is cancelled to the child now, and any late
+    /// answer will be dropped.
     pub(crate) fn stream_gone(&self, outlet: &Arc<Outlet>) {
-        let mut cancelled = 0u64;
-        {
-            let mut state = self.state.lock().expect("session");
+        let window = self.config().map_or(Duration::ZERO, |c| c.resume_window);
+        let mut state = self.state.lock().expect("session");
+        let unanswered = !outlet.waiting.lock().expect("outlet").is_empty();
+        let resumable =
+            outlet.events && outlet.stream != STANDALONE && !window.is_zero() && !self.ephemeral;
+        let still_linked = state.posts.iter().any(|o| Arc::ptr_eq(o, outlet));
+        if unanswered && resumable && still_linked && !state.ended {
             state.posts.retain(|o| !Arc::ptr_eq(o, outlet));
-            if state
-                .standalone
-                .as_ref()
-                .is_some_and(|o| Arc::ptr_eq(o, outlet))
-            {
-                state.standalone = None;
+            state
+                .detached
+                .push((outlet.clone(), Instant::now() + window));
+            return;
+        }
+        state.unlink(outlet);
+        let cancelled = self.cancel_waiting(&mut state, outlet);
+        drop(state);
+        if self.ephemeral {
+            self.end();
+        }
+        let dropped = u64::from(outlet.overflowed());
+        self.count(|m| {
+            m.cancelled_on_disconnect += cancelled;
+            m.dropped_for_slow_clients += dropped;
+        });
+    }
+
+    /// Cancels the requests of the streams detached past their window.
+    fn expire_detached(&self) {
+        let now = Instant::now();
+        let mut state = self.state.lock().expect("session");
+        let expired: Vec<Arc<Outlet>> = state
+            .detached
+            .iter()
+            .filter(|(_, deadline)| *deadline <= now)
+            .map(|(o, _)| o.clone())
+            .collect();
+        let mut cancelled = 0;
+        for outlet in expired {
+            state.unlink(&outlet);
+            cancelled += self.cancel_waiting(&mut state, &outlet);
+        }
+        drop(state);
+        if cancelled > 0 {
+            self.count(|m| m.cancelled_on_disconnect += cancelled);
+        }
+    }
+
+    /// Sends `notifications/cancelled` for each request `outlet` still
+    /// waits for (never `initialize`), and stops waiting for them.
+    fn cancel_waiting(&self, state: &mut State, outlet: &Outlet) -> u64 {
+        let ids: Vec<(String, bool)> = outlet.waiting.lock().expect("outlet").drain().collect();
+        let mut cancelled = 0;
+        for (id, cancellable) in ids {
+            state.waiting.remove(&id);
+            if state.ended || !cancellable {
+                continue;
             }
-            state.progress.retain(|_, o| !Arc::ptr_eq(o, outlet));
-            let ids: Vec<(String, bool)> = outlet.waiting.lock().expect("outlet").drain().collect();
-            for (id, cancellable) in ids {
-                state.waiting.remove(&id);
-                // (`initialize` is the one request never to be cancelled.)
-                if state.ended || !cancellable {
-                    continue;
-                }
-                let line = format!(
-                    r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the client went away"}}}}"#
-                );
-                if self.cancels.send(line.into_bytes()).is_ok() {
-                    cancelled += 1;
-                }
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the client went away"}}}}"#
+            );
+            if self.cancels.send(line.into_bytes()).is_ok() {
+                cancelled += 1;
             }
         }
-        if let Some(sessions) = self.sessions.upgrade() {
-            let dropped = u64::from(outlet.overflowed());
-            sessions.count(|m| {
-                m.cancelled_on_disconnect += cancelled;
-                m.dropped_for_slow_clients += dropped;
-            });
-        }
+        cancelled
     }
 
     /// Routes one message of the child's.
     fn route(&self, message: &[u8], kind: MessageKind, id: Option<String>, method: Option<&[u8]>) {
+        let limit = self.config().map_or(0, |c| c.replay_bytes);
         let mut state = self.state.lock().expect("session");
         match kind {
             MessageKind::Response => {
@@ -484,13 +640,21 @@ impl Session {
                     waiting.remove(&id);
                     waiting.is_empty()
                 };
-                let delivered = outlet.offer(frame_for(&outlet, None, message));
+                // A detached stream's answer is kept for its resumption.
+                let detached = outlet.is_closed();
+                let delivered = emit(&mut state, &outlet, message, limit);
                 if done || !delivered {
                     outlet.close();
                     state.posts.retain(|o| !Arc::ptr_eq(o, &outlet));
                     state.progress.retain(|_, o| !Arc::ptr_eq(o, &outlet));
                 }
-                if !delivered {
+                if done && detached {
+                    state.detached.retain(|(o, _)| !Arc::ptr_eq(o, &outlet));
+                }
+                if done && self.ephemeral {
+                    self.end();
+                }
+                if !delivered && !detached {
                     drop(state);
                     self.count(|m| m.dropped_for_slow_clients += 1);
                 }
@@ -503,31 +667,22 @@ impl Session {
                 let target =
                     progress.or_else(|| state.posts.iter().rev().find(|o| !o.is_closed()).cloned());
                 if let Some(outlet) = target
-                    && outlet.offer(frame_for(&outlet, None, message))
+                    && emit(&mut state, &outlet, message, limit)
                 {
                     return;
                 }
-                // The GET stream: numbered, and kept for a reconnection.
-                let number = state.next_event;
-                state.next_event += 1;
-                let message = Bytes::copy_from_slice(message);
-                state.replay_bytes += message.len();
-                state.replay.push_back((number, message.clone()));
-                let limit = self.config().map_or(0, |c| c.replay_bytes);
-                while state.replay_bytes > limit && state.replay.len() > 1 {
-                    if let Some((_, old)) = state.replay.pop_front() {
-                        state.replay_bytes -= old.len();
-                    }
-                }
+                // The session's own stream: numbered, and kept for the
+                // next GET if none is open.
+                let number = state.record(STANDALONE, Bytes::copy_from_slice(message), limit);
                 if let Some(outlet) = state.standalone.clone() {
-                    if outlet.offer(event(Some(&number.to_string()), &message)) {
+                    if outlet.offer(event(Some(number), message)) {
                         state.delivered = number;
                     } else {
+                        drop(state);
                         self.count(|m| m.dropped_for_slow_clients += 1);
                     }
                 }
             }
-            MessageKind::Unknown => {}
             _ => {}
         }
     }
@@ -536,6 +691,7 @@ impl Session {
     /// with an error (the engine answers those it saw; these it never
     /// read), then every stream ends.
     fn finish(&self) {
+        let limit = self.config().map_or(0, |c| c.replay_bytes);
         let mut state = self.state.lock().expect("session");
         state.ended = true;
         let waiting: Vec<(String, Arc<Outlet>)> = state.waiting.drain().collect();
@@ -546,10 +702,11 @@ impl Session {
                 SERVER_GONE,
                 "the session's server ended without answering",
             );
-            outlet.offer(frame_for(&outlet, None, trim_newline(&line)));
+            emit(&mut state, &outlet, trim_newline(&line), limit);
         }
         let standalone = state.standalone.take();
-        for outlet in state.posts.drain(..).chain(standalone) {
+        let detached: Vec<_> = state.detached.drain(..).map(|(o, _)| o).collect();
+        for outlet in state.posts.drain(..).chain(standalone).chain(detached) {
             outlet.close();
         }
         state.progress.clear();
@@ -567,13 +724,24 @@ impl Session {
     }
 }
 
-/// `message` as its outlet sends it: an event, or the bare message.
-fn frame_for(outlet: &Outlet, id: Option<&str>, message: &[u8]) -> Bytes {
+/// Sends `message` on `outlet`: on an event stream numbered (and kept for
+/// a reconnection), else bare. Whether the outlet took it.
+fn emit(state: &mut State, outlet: &Outlet, message: &[u8], limit: usize) -> bool {
     if outlet.events {
-        event(id, message)
+        let number = state.record(outlet.stream, Bytes::copy_from_slice(message), limit);
+        outlet.offer(event(Some(number), message))
     } else {
-        Bytes::copy_from_slice(message)
+        outlet.offer(Bytes::copy_from_slice(message))
     }
+}
+
+/// The first event of a POST stream: its id and the reconnection delay,
+/// no message.
+fn priming_event(number: u64, retry: Duration) -> Bytes {
+    Bytes::from(format!(
+        "id: {number}\nretry: {}\ndata: \n\n",
+        retry.as_millis()
+    ))
 }
 
 fn trim_newline(line: &[u8]) -> &[u8] {
