@@ -119,11 +119,9 @@ impl Sessions {
         let (their_read, their_write) = tokio::io::split(theirs);
         let (our_read, our_write) = tokio::io::split(ours);
         let (input, input_rx) = mpsc::channel(INPUT_QUEUE);
-        let (cancels, cancels_rx) = mpsc::unbounded_channel();
         let session = Arc::new(Session {
             id: id.clone(),
             input: Mutex::new(Some(input)),
-            cancels,
             closing: CancellationToken::new(),
             ephemeral,
             sessions: Arc::downgrade(self),
@@ -139,12 +137,8 @@ impl Sessions {
             map.insert(id.clone(), session.clone());
         }
         self.count(|m| m.sessions += 1);
-        self.tasks.spawn(write_input(
-            our_write,
-            input_rx,
-            cancels_rx,
-            session.closing.clone(),
-        ));
+        self.tasks
+            .spawn(write_input(our_write, input_rx, session.closing.clone()));
         let framer = FramerConfig::default().with_max_frame_bytes(
             self.config
                 .proxy
@@ -153,7 +147,7 @@ impl Sessions {
                 .saturating_add(1024),
         );
         self.tasks
-            .spawn(route_output(our_read, Arc::downgrade(&session), framer));
+            .spawn(route_output(our_read, session.clone(), framer));
         let engine = proxy::run(
             (self.command)(),
             self.config.proxy,
@@ -173,8 +167,9 @@ impl Sessions {
                     "serve: session {id}: could not start the server: {error}"
                 ));
             }
+            // The session leaves the map when its router has routed the
+            // engine's last words (the errors for what waited) and ended.
             (sessions.on_end)(&id, &outcome);
-            sessions.map.lock().expect("sessions").remove(&id);
         });
         Ok(session)
     }
@@ -280,9 +275,6 @@ pub(crate) struct Session {
     pub(crate) id: String,
     /// Lines to the child; `None` once the session is ending.
     input: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
-    /// Cancellations for requests whose client went away: sent from a drop,
-    /// so never waited for.
-    cancels: mpsc::UnboundedSender<Vec<u8>>,
     /// Closes the child's stdin (the engine then ends it).
     closing: CancellationToken,
     /// Serves one POST and ends with it (no `Mcp-Session-Id`).
@@ -550,6 +542,27 @@ impl Session {
         true
     }
 
+    /// Queues `line` for the child without waiting (from a drop): behind
+    /// every line queued before it, so a cancellation never overtakes its
+    /// request. `false` if the session is ending.
+    fn send_now(&self, line: Vec<u8>) -> bool {
+        let Some(input) = self.input.lock().expect("input").clone() else {
+            return false;
+        };
+        match input.try_send(line) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(line)) => {
+                // The queue is full of this session's own lines: wait for
+                // room on a task of its own.
+                tokio::spawn(async move {
+                    let _ = input.send(line).await;
+                });
+                true
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
     /// A stream's body is gone (sent whole, or its client went away). A
     /// POST stream with requests unanswered is kept for
     /// [`ServeConfig::resume_window`] for its client to resume; anything
@@ -616,7 +629,7 @@ impl Session {
             let line = format!(
                 r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id},"reason":"the client went away"}}}}"#
             );
-            if self.cancels.send(line.into_bytes()).is_ok() {
+            if self.send_now(line.into_bytes()) {
                 cancelled += 1;
             }
         }
@@ -660,12 +673,14 @@ impl Session {
                 }
             }
             MessageKind::Request | MessageKind::Notification => {
-                let progress = (method == Some(b"notifications/progress".as_slice()))
-                    .then(|| progress_token(message))
-                    .flatten()
-                    .and_then(|token| state.progress.get(&token).cloned());
-                let target =
-                    progress.or_else(|| state.posts.iter().rev().find(|o| !o.is_closed()).cloned());
+                // Progress goes to the stream of the request that gave its
+                // token, or to the session's own stream (never to another
+                // request's); anything else to the newest open POST stream.
+                let target = if method == Some(b"notifications/progress".as_slice()) {
+                    progress_token(message).and_then(|token| state.progress.get(&token).cloned())
+                } else {
+                    state.posts.iter().rev().find(|o| !o.is_closed()).cloned()
+                };
                 if let Some(outlet) = target
                     && emit(&mut state, &outlet, message, limit)
                 {
@@ -769,19 +784,16 @@ fn progress_token(message: &[u8]) -> Option<String> {
     Some(normalise(&progress.params.token))
 }
 
-/// Writes the session's lines to its engine: cancellations first, then
-/// the POSTs' lines in order; at `closing`, or when every sender is gone,
-/// ends the engine's input (the child's stdin is then closed).
+/// Writes the session's lines to its engine in the order they were
+/// queued; at `closing`, or when every sender is gone, ends the engine's
+/// input (the child's stdin is then closed).
 async fn write_input(
     mut out: tokio::io::WriteHalf<tokio::io::DuplexStream>,
     mut input: mpsc::Receiver<Vec<u8>>,
-    mut cancels: mpsc::UnboundedReceiver<Vec<u8>>,
     closing: CancellationToken,
 ) {
     loop {
         let line = tokio::select! {
-            biased;
-            Some(line) = cancels.recv() => line,
             line = input.recv() => match line {
                 Some(line) => line,
                 None => break,
@@ -803,10 +815,12 @@ async fn write_input(
 }
 
 /// Reads what the engine writes (the child's messages, and the engine's
-/// own errors) and routes each whole message; never stops reading.
+/// own errors) and routes each whole message; never stops reading. Holds
+/// the session until the engine closes the pipe: its last words (an error
+/// for each request still waiting) are routed before the session ends.
 async fn route_output(
     mut input: tokio::io::ReadHalf<tokio::io::DuplexStream>,
-    session: Weak<Session>,
+    session: Arc<Session>,
     config: FramerConfig,
 ) {
     let mut framer = Framer::new(config);
@@ -815,10 +829,6 @@ async fn route_output(
         let n = match input.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
-        };
-        let Some(session) = session.upgrade() else {
-            // Nobody to route to: keep reading, so the engine ends freely.
-            continue;
         };
         framer.push(&buf[..n], |event| {
             if let Event::Frame(frame) = event {
@@ -832,7 +842,5 @@ async fn route_output(
             }
         });
     }
-    if let Some(session) = session.upgrade() {
-        session.finish();
-    }
+    session.finish();
 }
