@@ -65,6 +65,11 @@ pub(crate) struct ServeArgs {
     /// past it that client loses its answers, never another's.
     #[arg(long, value_name = "SIZE", default_value = "4MiB", value_parser = parse_size)]
     stream_queue: usize,
+    /// How long a request whose client lost its event stream waits for the
+    /// client to resume it (`Last-Event-ID`) before it is cancelled to the
+    /// child. 0 cancels at once.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    resume_window: Duration,
     /// On SIGTERM: how long open requests get to be answered before every
     /// session and its child are ended.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
@@ -135,6 +140,7 @@ pub(crate) fn run(args: ServeArgs) -> i32 {
         max_sessions: args.max_sessions.max(1),
         session_idle: args.session_idle,
         stream_bytes: args.stream_queue,
+        resume_window: args.resume_window,
         drain: args.drain,
         guard,
         ..ServeConfig::default()
