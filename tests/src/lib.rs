@@ -7,6 +7,7 @@
 //! plain words what they hold the code to.
 #![forbid(unsafe_code)]
 
+pub mod http1;
 pub mod otlp;
 pub mod peers;
 pub mod text_file;

@@ -1,0 +1,592 @@
+//! `drainpipe serve`: a stdio server served over Streamable HTTP, one child
+//! per session, on real processes and sockets. Each test starts `serve` in
+//! front of the fixture server, speaks HTTP/1.1 to it over TCP
+//! (`drainpipe_release::http1`), and looks at the process table for the
+//! children it must leave behind (none).
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use drainpipe_release::http1::{Reply, Request};
+use drainpipe_release::{drainpipe_binary, fixture_binary, procs};
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+
+/// A running `drainpipe serve` in front of the fixture.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Serve {
+    /// `serve --listen 127.0.0.1:0 <args> -- drainpipe-fixture <fixture>`.
+    fn start(args: &[&str], fixture: &[&str]) -> Serve {
+        Self::start_with(args, fixture, &[])
+    }
+
+    fn start_with(args: &[&str], fixture: &[&str], env: &[(&str, &str)]) -> Serve {
+        let mut command = Command::new(drainpipe_binary());
+        command
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .arg("--")
+            .arg(fixture_binary())
+            .args(fixture)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().expect("start drainpipe serve");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let lines = BufReader::new(child.stderr.take().expect("stderr"));
+        let kept = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.lines() {
+                let Ok(line) = line else { break };
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let addr = rest.split('/').next().unwrap_or_default().to_string();
+                    let _ = addr_tx.send(addr);
+                }
+                let mut kept = kept.lock().expect("stderr");
+                kept.push_str(&line);
+                kept.push('\n');
+            }
+        });
+        let addr = addr_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "serve did not say where it listens; stderr:\n{}",
+                    stderr.lock().unwrap()
+                )
+            });
+        Serve {
+            child,
+            addr: addr.parse().expect("an address"),
+            stderr,
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().expect("stderr").clone()
+    }
+
+    /// Waits until serve's stderr says `needle`; fails loudly after `secs`.
+    fn wait_stderr(&self, needle: &str, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if self.stderr().contains(needle) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "serve's stderr never said {needle:?} in {secs}s:\n{}",
+            self.stderr()
+        );
+    }
+
+    /// The fixture processes serve has started and that still run.
+    fn children(&self) -> Vec<u32> {
+        procs::descendants(self.child.id())
+            .into_iter()
+            .filter(|&pid| procs::cmdline(pid).contains("drainpipe-fixture"))
+            .collect()
+    }
+
+    /// Waits until serve runs `count` fixtures; fails loudly after `secs`.
+    fn wait_children(&self, count: usize, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if self.children().len() == count {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "serve runs {} fixtures, not {count}, after {secs}s; stderr:\n{}",
+            self.children().len(),
+            self.stderr()
+        );
+    }
+
+    fn post(&self, session: Option<&str>, body: &Value) -> Reply {
+        let mut request = Request::post("/mcp", body);
+        if let Some(session) = session {
+            request = request.with("mcp-session-id", session);
+        }
+        request.send(self.addr)
+    }
+
+    /// A new session, initialized; its id.
+    fn initialize(&self) -> String {
+        let reply = self.post(None, &initialize(1));
+        assert_eq!(
+            reply.status,
+            200,
+            "initialize: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+        let id = reply
+            .header("mcp-session-id")
+            .expect("initialize answers with Mcp-Session-Id")
+            .to_string();
+        let answer = &reply.events()[0];
+        assert_eq!(answer["result"]["serverInfo"]["name"], "drainpipe-fixture");
+        let notified = self.post(
+            Some(&id),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        assert_eq!(notified.status, 202);
+        id
+    }
+
+    /// Waits for serve to exit; its status code.
+    fn wait_exit(&mut self, secs: u64) -> Option<i32> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("serve did not exit in {secs}s; stderr:\n{}", self.stderr());
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        // A failed test leaves nothing running.
+        let children = self.children();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for pid in children {
+            procs::kill_pid(pid);
+        }
+    }
+}
+
+/// The first message on `open` that is an answer (notifications skipped).
+fn answer_of(open: &mut drainpipe_release::http1::Open) -> Value {
+    loop {
+        let message = open
+            .next_message()
+            .expect("an answer before the stream ended");
+        if message.get("method").is_none() {
+            return message;
+        }
+    }
+}
+
+fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "serve-test", "version": "0"},
+    }})
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments}})
+}
+
+/// A session answers tools/list and tools/call (progress on the call's own
+/// stream), with the same bytes a stdio client gets; DELETE ends the
+/// session and its child, and the session is gone after.
+#[test]
+fn a_session_works_and_delete_ends_its_child() {
+    let serve = Serve::start(&[], &[]);
+    let session = serve.initialize();
+    serve.wait_children(1, 10);
+
+    let listed = Request::post(
+        "/mcp",
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .with("accept", "application/json")
+    .with("mcp-session-id", session.clone())
+    .send(serve.addr);
+    assert_eq!(listed.status, 200);
+    assert_eq!(listed.header("content-type"), Some("application/json"));
+    assert!(
+        listed.json()["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+    );
+
+    let mut slow = call(3, "slow", json!({"steps": 3, "step_ms": 20}));
+    // (The fixture names its progress by the request id.)
+    slow["params"]["_meta"] = json!({"progressToken": 3});
+    let reply = serve.post(Some(&session), &slow);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("text/event-stream"));
+    let events = drainpipe_release::http1::parse_events(&reply.body);
+    assert!(
+        events[0].data.is_empty() && events[0].id.is_some() && events[0].retry.is_some(),
+        "a POST stream starts with a priming event: {events:?}"
+    );
+    let messages = reply.events();
+    let progress = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
+    assert_eq!(
+        progress, 3,
+        "every progress notification on the call's stream: {messages:?}"
+    );
+    let last = messages.last().expect("an answer");
+    assert_eq!(last["id"], 3);
+    assert!(last["result"].is_object(), "{last}");
+
+    let deleted = Request::delete("/mcp")
+        .with("mcp-session-id", session.clone())
+        .send(serve.addr);
+    assert_eq!(deleted.status, 200);
+    serve.wait_children(0, 15);
+    let after = serve.post(Some(&session), &call(4, "slow", json!({"steps": 1})));
+    assert_eq!(after.status, 404, "a deleted session is gone");
+    assert_eq!(after.json()["id"], 4, "the error answers the request's id");
+}
+
+/// DNS rebinding: a Host or an Origin that is not loopback's is refused
+/// before anything is read; the token is required, compared, and never
+/// printed; /healthz answers a load balancer without either.
+#[test]
+fn the_guard_refuses_rebinding_and_wrong_tokens() {
+    let token = "tok-9f1c2e7a-do-not-log";
+    let serve = Serve::start_with(
+        &["--token", "${SERVE_TEST_TOKEN}"],
+        &[],
+        &[("SERVE_TEST_TOKEN", token)],
+    );
+    let init = initialize(1);
+    let bearer = format!("Bearer {token}");
+
+    let rebinding = Request::post("/mcp", &init)
+        .with("host", "evil.example.com")
+        .with("authorization", bearer.clone())
+        .send(serve.addr);
+    assert_eq!(rebinding.status, 403);
+    let origin = Request::post("/mcp", &init)
+        .with("origin", "http://evil.example.com")
+        .with("authorization", bearer.clone())
+        .send(serve.addr);
+    assert_eq!(origin.status, 403);
+    let anonymous = Request::post("/mcp", &init).send(serve.addr);
+    assert_eq!(anonymous.status, 401);
+    assert_eq!(anonymous.header("www-authenticate"), Some("Bearer"));
+    let wrong = Request::post("/mcp", &init)
+        .with("authorization", format!("Bearer {token}x"))
+        .send(serve.addr);
+    assert_eq!(wrong.status, 401);
+    assert!(
+        serve.children().is_empty(),
+        "no refused request started a child"
+    );
+
+    let from_loopback = Request::post("/mcp", &init)
+        .with("origin", "http://localhost:6274")
+        .with("authorization", bearer)
+        .send(serve.addr);
+    assert_eq!(from_loopback.status, 200);
+    assert!(from_loopback.header("mcp-session-id").is_some());
+
+    let health = Request::get("/healthz")
+        .with("host", "10.0.0.7")
+        .send(serve.addr);
+    assert_eq!(health.status, 200);
+    assert_eq!(health.json()["status"], "ok");
+    assert!(
+        !serve.stderr().contains(token),
+        "the token reached the log:\n{}",
+        serve.stderr()
+    );
+}
+
+/// Beyond loopback serve refuses to start without a token, and says so
+/// out loud when told to serve without one.
+#[test]
+fn beyond_loopback_a_token_or_auth_none_is_required() {
+    let refused = Command::new(drainpipe_binary())
+        .args(["serve", "--listen", "0.0.0.0:0", "--"])
+        .arg(fixture_binary())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run serve");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--token"));
+
+    let mut open = Command::new(drainpipe_binary())
+        .args(["serve", "--listen", "0.0.0.0:0", "--auth", "none", "--"])
+        .arg(fixture_binary())
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run serve");
+    let mut stderr = BufReader::new(open.stderr.take().expect("stderr"));
+    let mut first = String::new();
+    stderr.read_line(&mut first).expect("a line");
+    let _ = open.kill();
+    let _ = open.wait();
+    assert!(
+        first.contains("WARNING") && first.contains("no token"),
+        "{first}"
+    );
+}
+
+/// A body over the transport limit is refused with 413 before it is read
+/// whole (declared or not), and the session goes on.
+#[test]
+fn a_body_over_the_limit_is_refused_and_the_session_lives() {
+    let serve = Serve::start(&["--max-frame", "64KiB"], &[]);
+    let session = serve.initialize();
+    let big = call(2, "slow", json!({"padding": "x".repeat(200 << 10)}));
+    let refused = serve.post(Some(&session), &big);
+    assert_eq!(refused.status, 413);
+    assert_eq!(
+        refused.json()["error"]["code"],
+        drainpipe_host::proxy::TOO_LARGE
+    );
+    let answered = serve.post(Some(&session), &call(3, "slow", json!({"steps": 1})));
+    assert_eq!(answered.status, 200);
+    assert_eq!(answered.events().last().unwrap()["id"], 3);
+}
+
+/// A client that goes away mid-call has its request cancelled to the
+/// child (after the resume window), and the session answers the next one.
+#[test]
+fn a_client_that_goes_away_has_its_request_cancelled() {
+    let serve = Serve::start(&["--resume-window", "0s"], &[]);
+    let session = serve.initialize();
+    let mut open = Request::post(
+        "/mcp",
+        &call(7, "slow", json!({"steps": 200, "step_ms": 50})),
+    )
+    .with("mcp-session-id", session.clone())
+    .open(serve.addr);
+    assert_eq!(open.status, 200);
+    let priming = open.next_event().expect("the priming event");
+    assert!(priming.id.is_some());
+    drop(open);
+    serve.wait_stderr("fixture: cancel for id 7: stopped", 20);
+    let next = serve.post(Some(&session), &call(8, "slow", json!({"steps": 1})));
+    assert_eq!(next.events().last().unwrap()["id"], 8);
+}
+
+/// A client whose POST stream broke resumes it with Last-Event-ID: it gets
+/// what it missed and the answer, and nothing is cancelled.
+#[test]
+fn a_broken_stream_is_resumed_with_last_event_id() {
+    let serve = Serve::start(&["--resume-window", "30s"], &[]);
+    let session = serve.initialize();
+    let mut body = call(5, "slow", json!({"steps": 10, "step_ms": 100}));
+    body["params"]["_meta"] = json!({"progressToken": 5});
+    let mut open = Request::post("/mcp", &body)
+        .with("mcp-session-id", session.clone())
+        .open(serve.addr);
+    let priming = open.next_event().expect("the priming event");
+    let last = priming.id.clone().expect("an id");
+    drop(open);
+    std::thread::sleep(Duration::from_millis(300));
+    let resumed = Request::get("/mcp")
+        .with("mcp-session-id", session.clone())
+        .with("last-event-id", last)
+        .send(serve.addr);
+    assert_eq!(resumed.status, 200);
+    let messages = resumed.events();
+    assert_eq!(
+        messages.last().expect("the answer")["id"],
+        5,
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["method"] == "notifications/progress"),
+        "the progress sent while disconnected is replayed: {messages:?}"
+    );
+    assert!(
+        !serve.stderr().contains("fixture: cancel"),
+        "{}",
+        serve.stderr()
+    );
+}
+
+/// A session nobody uses ends with its child after --session-idle.
+#[test]
+fn an_idle_session_ends_with_its_child() {
+    let serve = Serve::start(&["--session-idle", "1s"], &[]);
+    let session = serve.initialize();
+    serve.wait_children(1, 10);
+    serve.wait_children(0, 15);
+    let after = serve.post(Some(&session), &call(2, "slow", json!({"steps": 1})));
+    assert_eq!(after.status, 404);
+    serve.initialize();
+}
+
+/// Past --max-sessions, initialize gets 503 and Retry-After; a session
+/// ended makes room.
+#[test]
+fn sessions_past_the_limit_are_refused_with_503() {
+    let serve = Serve::start(&["--max-sessions", "2"], &[]);
+    let first = serve.initialize();
+    serve.initialize();
+    let third = serve.post(None, &initialize(1));
+    assert_eq!(third.status, 503);
+    assert_eq!(third.header("retry-after"), Some("5"));
+    Request::delete("/mcp")
+        .with("mcp-session-id", first)
+        .send(serve.addr);
+    // The ended session counts until its child is reaped: room comes then.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let again = serve.post(None, &initialize(1));
+        if again.status == 200 {
+            break;
+        }
+        assert_eq!(again.status, 503);
+        assert!(Instant::now() < deadline, "no room after a session ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A child that dies fails what waits on it with an error, its session
+/// ends, and a new initialize works.
+#[test]
+fn a_child_that_exits_fails_its_requests_and_ends_its_session() {
+    let serve = Serve::start(&[], &[]);
+    let session = serve.initialize();
+    serve.wait_children(1, 10);
+    let mut open = Request::post(
+        "/mcp",
+        &call(4, "slow", json!({"steps": 400, "step_ms": 50})),
+    )
+    .with("mcp-session-id", session.clone())
+    .open(serve.addr);
+    open.next_event().expect("the priming event");
+    for pid in serve.children() {
+        procs::signal(pid, Signal::SIGKILL);
+    }
+    let answer = answer_of(&mut open);
+    assert_eq!(answer["id"], 4);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ended")),
+        "{answer}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let after = serve.post(Some(&session), &call(5, "slow", json!({"steps": 1})));
+        if after.status == 404 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the session outlived its child");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    serve.initialize();
+}
+
+/// A request with no session and no initialize (a 2026-07-28 client) is
+/// served by a child of its own, which ends with it.
+#[test]
+fn a_stateless_request_gets_a_child_that_ends_with_it() {
+    let serve = Serve::start(&[], &[]);
+    let reply = Request::post(
+        "/mcp",
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
+    )
+    .with("accept", "application/json")
+    .send(serve.addr);
+    assert_eq!(reply.status, 200);
+    assert!(reply.header("mcp-session-id").is_none());
+    assert_eq!(reply.json()["id"], 9);
+    serve.wait_children(0, 15);
+}
+
+/// A client that stops reading its stream loses only its own answers:
+/// another session keeps answering while it does not read.
+#[test]
+fn a_client_that_does_not_read_harms_no_other_session() {
+    let serve = Serve::start(&["--max-frame", "32MiB", "--stream-queue", "64KiB"], &[]);
+    let stuck = serve.initialize();
+    let other = serve.initialize();
+    // 24 MiB the stuck client never reads: more than every socket buffer
+    // on the way holds.
+    let open = Request::post("/mcp", &call(2, "large", json!({"bytes": 24 << 20})))
+        .with("mcp-session-id", stuck.clone())
+        .open(serve.addr);
+    std::thread::sleep(Duration::from_millis(500));
+    for id in 10..30 {
+        let started = Instant::now();
+        let reply = serve.post(Some(&other), &call(id, "slow", json!({"steps": 1})));
+        assert_eq!(reply.events().last().unwrap()["id"], id);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the other session stalled"
+        );
+    }
+    drop(open);
+}
+
+/// SIGTERM: no new session, open requests get their answers (--drain),
+/// then every child ends and serve exits 0.
+#[test]
+fn sigterm_drains_then_ends_every_child() {
+    let mut serve = Serve::start(&["--drain", "20s"], &[]);
+    let busy = serve.initialize();
+    serve.initialize();
+    serve.wait_children(2, 10);
+    let mut open = Request::post(
+        "/mcp",
+        &call(3, "slow", json!({"steps": 10, "step_ms": 100})),
+    )
+    .with("mcp-session-id", busy)
+    .open(serve.addr);
+    open.next_event().expect("the priming event");
+    procs::signal(serve.child.id(), Signal::SIGTERM);
+    let answer = answer_of(&mut open);
+    assert_eq!(answer["id"], 3);
+    assert!(
+        answer["result"].is_object(),
+        "the call in flight completes: {answer}"
+    );
+    assert_eq!(serve.wait_exit(30), Some(0));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !serve.children().is_empty() {
+        assert!(Instant::now() < deadline, "children outlived serve");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGKILL to serve: its orphan guard ends every child it started.
+#[test]
+fn sigkill_leaves_no_child() {
+    let mut serve = Serve::start(&[], &[]);
+    for _ in 0..3 {
+        serve.initialize();
+    }
+    serve.wait_children(3, 10);
+    let children = serve.children();
+    procs::signal(serve.child.id(), Signal::SIGKILL);
+    let _ = serve.child.wait();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while children
+        .iter()
+        .any(|&pid| procs::stat(pid).is_some_and(|s| s.state != 'Z'))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "children outlived a SIGKILLed serve: {children:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
