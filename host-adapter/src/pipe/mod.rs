@@ -15,6 +15,9 @@
 //!   idle, in order with what that task writes.
 //! - [`stderr`]: the drain that reads a child's stderr for as long as it is
 //!   open.
+//! - [`sink`]: the proxy's own stderr, written by one thread, queued into
+//!   without ever waiting (`StderrSink`, re-exported by `proxy`); the proxy
+//!   engine and the remote bridge both write to it.
 //! - [`sys`]: what differs between platforms (process groups or jobs,
 //!   signals, the process table, this process's own stdio, private files),
 //!   one file per platform family; nothing else says `cfg(unix)`.
@@ -27,6 +30,7 @@ pub(crate) mod jsonrpc;
 pub(crate) mod lane;
 pub(crate) mod process;
 pub(crate) mod reader;
+pub(crate) mod sink;
 pub(crate) mod stderr;
 pub(crate) mod stdin;
 pub(crate) mod sys;

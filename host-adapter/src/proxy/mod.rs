@@ -47,7 +47,6 @@ mod metrics;
 mod observe;
 mod queue;
 mod route;
-mod sink;
 pub(crate) mod spill;
 
 use std::io;
@@ -66,9 +65,9 @@ use tokio_util::sync::CancellationToken;
 pub use crate::pipe::jsonrpc::{
     INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE, reason,
 };
+pub use crate::pipe::sink::{SinkCloser, StderrSink};
 pub use host::{HostStdin, HostStdout};
 pub use metrics::{DirectionMetrics, ProxyMetrics};
-pub use sink::{SinkCloser, StderrSink};
 pub use spill::SpillConfig;
 
 use crate::pipe::lane::Lane;

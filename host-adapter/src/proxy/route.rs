@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::{BackendError, FramerBackend, NativeFramer};
 use crate::pipe::in_flight::InFlight as Table;
 use crate::pipe::reader::{ReadEnd, Route, read_framed};
+use crate::pipe::sink::StderrSink;
 use tokio::io::AsyncRead;
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc;
@@ -34,7 +35,6 @@ use super::batch::{BatchCapture, Captured, request_ids};
 use super::metrics::{DirectionMetrics, ProxyMetrics};
 use super::observe::Observer;
 use super::queue::Forward;
-use super::sink::StderrSink;
 use super::spill::rpc::{
     Own, ToolsList, add_read_tool, answer, handshake, has_resource_links, own_request,
 };

@@ -66,17 +66,17 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::pipe::jsonrpc::{SERVER_GONE, TOO_LARGE};
-
-/// JSON-RPC's code for a request whose parameters cannot be sent as they
-/// are (a call to a tool the client refuses).
-const INVALID_PARAMS: i64 = -32602;
+use crate::pipe::sink::StderrSink;
 use crate::proxy::Failure;
-use crate::proxy::StderrSink;
 use http::{
     Http, HttpError, MAX_ERROR_BODY_BYTES, Network, Timeouts, next_chunk, read_body, short_text,
     shown,
 };
 use out::{BodyKind, BodyLines, Lines, Passed};
+
+/// JSON-RPC's code for a request whose parameters cannot be sent as they
+/// are (a call to a tool the client refuses).
+const INVALID_PARAMS: i64 = -32602;
 
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");

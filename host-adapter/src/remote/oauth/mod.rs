@@ -58,7 +58,7 @@ use hyper::{Request, Response, StatusCode, Uri};
 use url::Url;
 
 use super::http::{Http, HttpError, shown};
-use crate::proxy::StderrSink;
+use crate::pipe::sink::StderrSink;
 use discovery::Challenge;
 use store::{Record, Store, Tokens};
 
