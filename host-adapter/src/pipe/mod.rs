@@ -30,6 +30,7 @@ pub(crate) mod jsonrpc;
 pub(crate) mod lane;
 pub(crate) mod process;
 pub(crate) mod reader;
+pub(crate) mod server_end;
 pub(crate) mod sink;
 pub(crate) mod stderr;
 pub(crate) mod stdin;

@@ -73,9 +73,10 @@ pub use spill::SpillConfig;
 use crate::pipe::lane::Lane;
 use crate::pipe::process::ShutdownTimeouts;
 use crate::pipe::reader::{self, Source};
+use crate::pipe::server_end::{Failure, ServerEnd};
 use crate::pipe::stderr::drain;
 use crate::pipe::stdin::{WriterEnd, write_lines};
-use crate::pipe::sys::{self, Stop};
+use crate::pipe::sys;
 use crate::pipe::{jsonrpc, process};
 use route::{Direction, InFlight, Router, SpillRoute};
 use spill::SpillStore;
@@ -233,7 +234,7 @@ pub async fn run(
         stderr: Some(spawned.stderr),
         failures: None,
         remote: None,
-        control: ServerControl::Child(spawned.control),
+        control: Box::new(spawned.control),
     };
     serve(server, config, host_in, host_out, sink, stop).await
 }
@@ -263,109 +264,9 @@ pub async fn run_remote(
         stderr: None,
         failures: Some(connection.failures),
         remote: Some(connection.peer),
-        control: ServerControl::Remote(connection.control),
+        control: Box::new(connection.control),
     };
     serve(server, config, host_in, host_out, sink, stop).await
-}
-
-/// The server the proxy talks to: a child's three pipes, or the remote
-/// bridge's two line streams.
-struct ServerEnd {
-    input: Box<dyn AsyncWrite + Unpin + Send>,
-    /// `input`'s descriptor, if a write to it never waits (a child's stdin
-    /// on unix): the host's reader then writes to it while its writer is
-    /// idle.
-    input_raw: Option<sys::RawOut>,
-    output: Source,
-    stderr: Option<tokio::process::ChildStderr>,
-    /// Requests the server's transport failed (the remote bridge): each is
-    /// answered with its error if still waiting.
-    failures: Option<mpsc::Receiver<Failure>>,
-    /// A remote server's host and port (telemetry's `server.address`).
-    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
-    remote: Option<(String, u16)>,
-    control: ServerControl,
-}
-
-/// A request the server's transport could not get an answer for: the id as
-/// the host wrote it, the code and the message of its error.
-pub(crate) struct Failure {
-    pub(crate) id: Vec<u8>,
-    pub(crate) code: i64,
-    pub(crate) message: String,
-    /// `data.drainpipe.limitBytes`, for an answer over the limit.
-    pub(crate) limit: Option<u64>,
-}
-
-/// How the server ends: a process group to wait for and signal, or a
-/// remote session.
-enum ServerControl {
-    Child(process::ProcessControl),
-    #[cfg(feature = "remote")]
-    Remote(crate::remote::Control),
-}
-
-impl ServerControl {
-    /// Waits until the server has ended on its own.
-    async fn ended(&self) -> ExitStatus {
-        match self {
-            ServerControl::Child(control) => loop {
-                if let Some(status) = control.wait_exit(Duration::from_secs(3600)).await {
-                    break status;
-                }
-            },
-            #[cfg(feature = "remote")]
-            ServerControl::Remote(control) => sys::exit_status_of(control.ended().await),
-        }
-    }
-
-    /// Its input is closed: waits for it to end, then ends it (a child:
-    /// SIGTERM, SIGKILL, what it left in its group; a remote session: its
-    /// bodies dropped), each step bounded by `timeouts`.
-    async fn stop(&self, timeouts: ShutdownTimeouts) -> process::Stopped {
-        match self {
-            ServerControl::Child(control) => control.stop(timeouts).await,
-            #[cfg(feature = "remote")]
-            ServerControl::Remote(control) => {
-                let mut ending = process::Ending::Exited;
-                let code = match tokio::time::timeout(timeouts.after_close, control.ended()).await {
-                    Ok(code) => code,
-                    Err(_) => {
-                        ending = process::Ending::Terminated;
-                        control.abort();
-                        tokio::time::timeout(timeouts.after_term, control.ended())
-                            .await
-                            .unwrap_or(1)
-                    }
-                };
-                process::Stopped {
-                    status: Some(sys::exit_status_of(code)),
-                    ending,
-                    killed: false,
-                    leftovers_killed: false,
-                }
-            }
-        }
-    }
-
-    /// Asks the server to end now.
-    fn terminate(&self) {
-        match self {
-            ServerControl::Child(control) => {
-                control.signal_group(Stop::Terminate);
-            }
-            #[cfg(feature = "remote")]
-            ServerControl::Remote(control) => control.abort(),
-        }
-    }
-
-    fn what(&self) -> &'static str {
-        match self {
-            ServerControl::Child(_) => "SIGTERM to the server",
-            #[cfg(feature = "remote")]
-            ServerControl::Remote(_) => "ending the remote session",
-        }
-    }
 }
 
 /// The proxy between the host and `server`, until the server ends.

@@ -66,8 +66,10 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::pipe::jsonrpc::{SERVER_GONE, TOO_LARGE};
+use crate::pipe::process::{self, ShutdownTimeouts, Stopped};
+use crate::pipe::server_end::{Failure, ServerControl, Waiting};
 use crate::pipe::sink::StderrSink;
-use crate::proxy::Failure;
+use crate::pipe::sys;
 use http::{
     Http, HttpError, MAX_ERROR_BODY_BYTES, Network, Timeouts, next_chunk, read_body, short_text,
     shown,
@@ -185,6 +187,44 @@ impl Control {
     /// answered by the proxy as for a server that exited).
     pub(crate) fn abort(&self) {
         self.abort.cancel();
+    }
+}
+
+/// The remote session, as the proxy ends it.
+impl ServerControl for Control {
+    fn ended(&self) -> Waiting<'_, std::process::ExitStatus> {
+        Box::pin(async move { sys::exit_status_of(Control::ended(self).await) })
+    }
+
+    fn stop(&self, timeouts: ShutdownTimeouts) -> Waiting<'_, Stopped> {
+        Box::pin(async move {
+            let mut ending = process::Ending::Exited;
+            let code = match tokio::time::timeout(timeouts.after_close, Control::ended(self)).await
+            {
+                Ok(code) => code,
+                Err(_) => {
+                    ending = process::Ending::Terminated;
+                    self.abort();
+                    tokio::time::timeout(timeouts.after_term, Control::ended(self))
+                        .await
+                        .unwrap_or(1)
+                }
+            };
+            Stopped {
+                status: Some(sys::exit_status_of(code)),
+                ending,
+                killed: false,
+                leftovers_killed: false,
+            }
+        })
+    }
+
+    fn terminate(&self) {
+        self.abort();
+    }
+
+    fn what(&self) -> &'static str {
+        "ending the remote session"
     }
 }
 
