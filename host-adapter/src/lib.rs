@@ -34,6 +34,7 @@ pub mod backend;
 #[cfg(feature = "component")]
 pub mod component;
 mod condense;
+mod metrics;
 mod pipe;
 pub mod proxy;
 #[cfg(feature = "remote")]

@@ -43,7 +43,6 @@
 
 mod batch;
 mod host;
-mod metrics;
 mod observe;
 mod queue;
 mod route;
@@ -62,12 +61,12 @@ use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::metrics::{DirectionMetrics, ProxyMetrics};
 pub use crate::pipe::jsonrpc::{
     INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE, reason,
 };
 pub use crate::pipe::sink::{SinkCloser, StderrSink};
 pub use host::{HostStdin, HostStdout};
-pub use metrics::{DirectionMetrics, ProxyMetrics};
 pub use spill::SpillConfig;
 
 use crate::pipe::lane::Lane;

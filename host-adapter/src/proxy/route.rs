@@ -19,6 +19,7 @@ use drainpipe_framer::{Envelope, Event, Id, JsonError, JsonErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{BackendError, FramerBackend, NativeFramer};
+use crate::metrics::{DirectionMetrics, ProxyMetrics};
 use crate::pipe::in_flight::InFlight as Table;
 use crate::pipe::reader::{ReadEnd, Route, read_framed};
 use crate::pipe::sink::StderrSink;
@@ -32,7 +33,6 @@ pub(crate) use discover::{Discovery, PROBE_ID};
 
 use super::ProxyConfig;
 use super::batch::{BatchCapture, Captured, request_ids};
-use super::metrics::{DirectionMetrics, ProxyMetrics};
 use super::observe::Observer;
 use super::queue::Forward;
 use super::spill::rpc::{

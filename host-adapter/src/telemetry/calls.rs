@@ -31,7 +31,7 @@ use opentelemetry_sdk::trace::Tracer;
 use super::Telemetry;
 use super::names::*;
 use super::operation::{self, Operation};
-use crate::proxy::ProxyMetrics;
+use crate::metrics::{DirectionMetrics, ProxyMetrics};
 
 /// Spans open at once, at most; past it a request is not traced. Bounds
 /// the **memory** against a host that never reads answers (as the proxy's
@@ -433,7 +433,7 @@ fn observe(meter: &Meter, live: Arc<Live>) {
     let per_direction = |name: &'static str,
                          unit: &'static str,
                          description: &'static str,
-                         read: fn(&crate::proxy::DirectionMetrics) -> u64| {
+                         read: fn(&DirectionMetrics) -> u64| {
         let live = live.clone();
         meter
             .u64_observable_counter(name)

@@ -47,6 +47,7 @@ use opentelemetry_sdk::trace::{
     SpanProcessor,
 };
 
+pub use crate::metrics::ExportCounts;
 pub(crate) use calls::Calls;
 
 /// Spans ended and not yet exported, at most: past it a span is dropped
@@ -68,22 +69,6 @@ pub enum TelemetryError {
     /// The OTLP exporter could not be built (a malformed endpoint or header).
     #[error("OpenTelemetry export could not start: {0}")]
     Exporter(String),
-}
-
-/// What became of the spans this process ended.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-#[non_exhaustive]
-pub struct ExportCounts {
-    /// Spans handed to the exporter and accepted by the collector.
-    pub spans_exported: u64,
-    /// Spans whose export failed (the collector refused them, did not
-    /// answer in time, or could not be reached).
-    pub spans_failed: u64,
-    /// Spans dropped before export: [`MAX_QUEUED_SPANS`] were waiting.
-    pub spans_dropped: u64,
-    /// Spans still waiting for export when it stopped (the collector did
-    /// not take them within [`SHUTDOWN_GRACE`]).
-    pub spans_unsent: u64,
 }
 
 /// Export for this process: the providers and the counts of what became of

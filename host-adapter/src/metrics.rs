@@ -1,4 +1,9 @@
 //! What the proxy counted, printed at exit.
+//!
+//! Plain counters, beneath everything that reads or writes them: the
+//! proxy engine fills them, telemetry reads them at each export, and the
+//! CLI prints them (through their re-exports in `proxy` and, for
+//! `ExportCounts`, `telemetry`). This module uses nothing of the crate.
 
 use std::fmt::Write as _;
 
@@ -31,6 +36,27 @@ pub struct DirectionMetrics {
     /// the other one did not read (for `server_to_host`, the stall of a
     /// server whose host stopped reading).
     pub blocked_ms: u64,
+}
+
+/// What became of the spans this process ended (re-exported by
+/// `telemetry`, which counts them).
+#[cfg(feature = "otel")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ExportCounts {
+    /// Spans handed to the exporter and accepted by the collector.
+    pub spans_exported: u64,
+    /// Spans whose export failed (the collector refused them, did not
+    /// answer in time, or could not be reached).
+    pub spans_failed: u64,
+    /// Spans dropped before export:
+    /// [`MAX_QUEUED_SPANS`](crate::telemetry::MAX_QUEUED_SPANS) were
+    /// waiting.
+    pub spans_dropped: u64,
+    /// Spans still waiting for export when it stopped (the collector did
+    /// not take them within
+    /// [`SHUTDOWN_GRACE`](crate::telemetry::SHUTDOWN_GRACE)).
+    pub spans_unsent: u64,
 }
 
 /// Everything the proxy counted.
@@ -96,7 +122,7 @@ pub struct ProxyMetrics {
     /// What became of the OpenTelemetry spans, when export was on.
     #[cfg(feature = "otel")]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub telemetry: Option<crate::telemetry::ExportCounts>,
+    pub telemetry: Option<ExportCounts>,
     /// How long the proxy ran, in milliseconds.
     pub elapsed_ms: u64,
 }
