@@ -48,6 +48,7 @@ mod queue;
 mod route;
 mod serve;
 pub(crate) mod spill;
+mod tasks;
 
 use std::io;
 use std::process::ExitStatus;

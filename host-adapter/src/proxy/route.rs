@@ -39,6 +39,7 @@ use super::spill::rpc::{
     Own, ToolsList, add_read_tool, answer, handshake, has_resource_links, own_request,
 };
 use super::spill::{LineSpill, SpillStore};
+use super::tasks::Tasks;
 use crate::condense::{LineTap, SpillWanted, Tapped, condense_frame_spilling};
 use crate::pipe::jsonrpc::{
     INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE,
@@ -233,6 +234,8 @@ pub(crate) struct SpillRoute {
     /// Reads taken and not yet answered: past [`SpillRoute::MAX_WAITING`]
     /// a read is refused at once.
     pub(crate) waiting: Arc<AtomicUsize>,
+    /// The run's tasks: each read is answered in one, for the run.
+    pub(crate) tasks: Tasks,
 }
 
 impl SpillRoute {
@@ -700,7 +703,8 @@ impl Router {
         }
         // A page in bytes within the amount is within it in any unit.
         let budget = self.config.clip.map_or(0, |clip| clip.amount);
-        tokio::spawn(async move {
+        let tasks = spill.tasks.clone();
+        tasks.spawn_for_run(async move {
             let Ok(_permit) = spill.reads.clone().acquire_owned().await else {
                 return;
             };

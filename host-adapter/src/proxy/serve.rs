@@ -15,7 +15,13 @@
 //!    error, and the host's writer finished (bounded, for a host that
 //!    stopped reading).
 //! 5. `outcome`: the metrics as the run ends, and the server's status;
-//!    then `close` removes the spill store.
+//!    then `close` removes the spill store and ends the run's tasks.
+//!
+//! Every task the run spawns is tracked (`Tasks`, a `TaskTracker`), and
+//! `close` waits for them, bounded: what may outlive a run is a writer
+//! blocked on a host that stopped reading, the readers (`tasks` says
+//! why), and what the server end runs for itself (a child's reaper, the
+//! remote bridge).
 //!
 //! The stages run in this order and no other; the comments within each
 //! say what the order of its own steps rests on.
@@ -34,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::route::{self, Direction, InFlight, Router, SpillRoute};
 use super::spill::SpillStore;
+use super::tasks::Tasks;
 use super::{
     ProxyConfig, ProxyMetrics, ProxyOutcome, SERVER_GONE, StderrSink, host, observe, queue,
 };
@@ -65,7 +72,7 @@ pub(super) async fn serve(
     let ended = shut_down(&run, server_side, waited, &stop).await;
     let answered = fail_waiting(&run, host_side, ended.status).await;
     let outcome = outcome(&run, started, &ended, &answered);
-    close(run);
+    close(run, answered.deadline).await;
     Ok(outcome)
 }
 
@@ -92,6 +99,8 @@ struct Run {
     blocked: [Arc<AtomicU64>; 2],
     /// Fired by a reader whose framer failed.
     failed: CancellationToken,
+    /// Every task the run spawned, which `close` ends.
+    tasks: Tasks,
 }
 
 /// The server's side of a running proxy, which `wait` and `shut_down` end.
@@ -142,6 +151,9 @@ struct Answered {
     queued: u64,
     /// Lines still queued when the host's writer was given up on.
     unwritten: u64,
+    /// When the host's writer was given up on, if it had not finished:
+    /// the run's tasks get no longer.
+    deadline: Instant,
 }
 
 /// Wiring: the queues each way, the spill store, telemetry, a router per
@@ -156,6 +168,7 @@ async fn wire(
     sink: StderrSink,
 ) -> io::Result<Running> {
     let control = server.control;
+    let tasks = Tasks::default();
     let metrics = Arc::new(Mutex::new(ProxyMetrics::default()));
     let in_flight = Arc::new(Mutex::new(InFlight::default()));
     let server_lane = server.input_raw.map(Lane::new);
@@ -191,6 +204,7 @@ async fn wire(
         resources_added: Arc::new(AtomicBool::new(false)),
         discovery: Arc::default(),
         waiting: Arc::new(AtomicUsize::new(0)),
+        tasks: tasks.clone(),
     });
     let blocked = [to_server.blocked(), to_host.blocked()];
     #[cfg(feature = "otel")]
@@ -244,7 +258,7 @@ async fn wire(
     let close_server_stdin = CancellationToken::new();
     let host_eof = CancellationToken::new();
     let host_done = host_eof.clone();
-    let server_writer = tokio::spawn(write_lines(
+    let server_writer = tasks.spawn(write_lines(
         server.input,
         to_server_rx,
         Some(server_replies_rx),
@@ -253,7 +267,7 @@ async fn wire(
         server_lane,
     ));
     let finish_host = CancellationToken::new();
-    let host_writer = tokio::spawn(write_lines(
+    let host_writer = tasks.spawn(write_lines(
         host_out,
         to_host_rx,
         Some(host_replies_rx),
@@ -281,12 +295,12 @@ async fn wire(
             return Err(error);
         }
     };
-    tokio::spawn(async move {
+    tasks.spawn_for_run(async move {
         host_reading.await;
         host_done.cancel();
     });
     if let Some(failures) = server.failures {
-        tokio::spawn(answer_failures(
+        tasks.spawn_for_run(answer_failures(
             failures,
             in_flight.clone(),
             metrics.clone(),
@@ -296,7 +310,7 @@ async fn wire(
     }
     let stderr_pump = server
         .stderr
-        .map(|stderr| tokio::spawn(drain_stderr(stderr, sink.clone(), metrics.clone())));
+        .map(|stderr| tasks.spawn_for_run(drain_stderr(stderr, sink.clone(), metrics.clone())));
 
     Ok(Running {
         run: Run {
@@ -310,6 +324,7 @@ async fn wire(
             spill_route,
             blocked,
             failed,
+            tasks,
         },
         server: ServerSide {
             close_stdin: close_server_stdin,
@@ -479,6 +494,7 @@ async fn fail_waiting(run: &Run, host: HostSide, status: Option<ExitStatus>) -> 
         waiting: waiting.len() as u64,
         queued,
         unwritten,
+        deadline,
     }
 }
 
@@ -502,6 +518,7 @@ fn outcome(run: &Run, started: Instant, ended: &Ended, answered: &Answered) -> P
         waiting,
         queued,
         unwritten,
+        ..
     } = answered;
     let mut metrics = metrics.lock().expect("metrics").clone();
     metrics.requests_failed_at_exit = waiting;
@@ -527,15 +544,23 @@ fn outcome(run: &Run, started: Instant, ended: &Ended, answered: &Answered) -> P
 }
 
 /// Closing: the spill store's files removed, once the routers' last
-/// handle to it is dropped. The rest of the run (the server end's control
-/// last) is dropped with it.
-fn close(run: Run) {
+/// handle to it is dropped; then the run's tasks ended, those for the run
+/// dropped and the others waited for until `deadline` (the host writer's:
+/// one blocked on a host that does not read is not waited for again).
+/// The rest of the run (the server end's control last) is dropped with it.
+async fn close(run: Run, deadline: Instant) {
     let Run {
-        spill_route, store, ..
+        spill_route,
+        store,
+        tasks,
+        ..
     } = run;
     drop(spill_route);
     if let Some(store) = store {
         store.close();
+    }
+    if !tasks.end(deadline).await {
+        tracing::debug!("a task of the proxy run was still running at its end");
     }
 }
 
