@@ -24,6 +24,30 @@
 //! - `telemetry` (feature `otel`): OpenTelemetry traces and metrics over
 //!   OTLP, on the MCP semantic conventions, off unless the environment
 //!   configures an endpoint.
+//!
+//! The proxy's modules stand in layers, each using only those beneath it,
+//! so that an end plugs in without the engine knowing it by name:
+//!
+//! ```text
+//!   proxy                the engine: joins a server end to the host,
+//!     │                  each run in stages (proxy/serve.rs)
+//!     ├──────────────┐
+//!     ▼              ▼
+//!   remote         telemetry      a server end (HTTP) · export (OTLP)
+//!     │              │
+//!     ▼              ▼
+//!   pipe           metrics        the core · the proxy's counters
+//! ```
+//!
+//! - `pipe`, the core (private): a child's pipes and process group, the
+//!   framing reader, the writers, the proxy's stderr (`StderrSink`), and
+//!   the server end the engine talks to (`ServerEnd`, and `ServerControl`
+//!   to end it), which a child and the remote bridge each provide.
+//! - `metrics` (private): the proxy's counters (`ProxyMetrics`); it uses
+//!   nothing of the crate.
+//! - `remote` and `telemetry` depend on those two and never on `proxy`;
+//!   `proxy` re-exports `StderrSink` and the metrics types, where the CLI
+//!   has always found them.
 // `deny`, not `forbid`: `unsafe` is allowed where it is made, in
 // component/cache.rs loading compiled code it wrote itself,
 // pipe/sys/unix/stdio.rs registering a descriptor it owns with the reactor,

@@ -15,6 +15,10 @@
 //!   idle, in order with what that task writes.
 //! - [`stderr`]: the drain that reads a child's stderr for as long as it is
 //!   open.
+//! - [`server_end`]: the server as the proxy engine sees it, whatever it
+//!   is (`ServerEnd`: lines to write and read; `ServerControl`: how it
+//!   ends; `Failure`: a request its transport failed), implemented here
+//!   for a child and in `remote/` for a remote session.
 //! - [`sink`]: the proxy's own stderr, written by one thread, queued into
 //!   without ever waiting (`StderrSink`, re-exported by `proxy`); the proxy
 //!   engine and the remote bridge both write to it.

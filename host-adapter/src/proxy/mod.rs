@@ -40,6 +40,16 @@
 //! delivered, requests still waiting get an error, and [`run`] returns its
 //! status. When the host closes stdin, the server's stdin is closed and it
 //! gets [`ProxyConfig::shutdown`] to exit before SIGTERM and SIGKILL.
+//!
+//! The engine stands on the pipe core (`pipe/`). A run is the stages of
+//! `serve.rs` (wire, wait, shut_down, fail_waiting, outcome, close), every
+//! task it spawns tracked (`tasks.rs`), and it knows no server end by
+//! name: it is given a `ServerEnd` (lines to write, lines to read, and a
+//! `ServerControl` that ends the server), a child's by [`run`], the remote
+//! bridge's by `run_remote`. [`StderrSink`] and the metrics types live
+//! beneath the engine (`pipe/sink.rs`, `metrics.rs`), where `remote` and
+//! `telemetry` use them without depending on the proxy, and are
+//! re-exported here.
 
 mod batch;
 mod host;
