@@ -29,6 +29,9 @@
 //! so that an end plugs in without the engine knowing it by name:
 //!
 //! ```text
+//!   serve                a host end (HTTP): one engine run per session
+//!     │
+//!     ▼
 //!   proxy                the engine: joins a server end to the host,
 //!     │                  each run in stages (proxy/serve.rs)
 //!     ├──────────────┐
@@ -45,6 +48,8 @@
 //!   to end it), which a child and the remote bridge each provide.
 //! - `metrics` (private): the proxy's counters (`ProxyMetrics`); it uses
 //!   nothing of the crate.
+//! - `serve` is above the engine: each session is a run of it whose host
+//!   end is an in-process pipe, as `remote` made a server a server end.
 //! - `remote` and `telemetry` depend on those two and never on `proxy`;
 //!   `proxy` re-exports `StderrSink` and the metrics types, where the CLI
 //!   has always found them.
