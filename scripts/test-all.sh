@@ -164,6 +164,13 @@ step "the official MCP conformance suite's client scenarios through proxy --url"
 # on stdio through target/debug/drainpipe, a browser stand-in approving.
 bash tests/conformance/run.sh "$PWD/target/debug/drainpipe"
 
+step "the conformance suite's server scenarios through drainpipe serve"
+# tests/conformance/serve.sh: the suite's reference server (pinned in the
+# same lock) behind `serve -- proxy --url`; every scenario that passes
+# against it directly must pass through serve; serve's SIGTERM then ends
+# every child.
+bash tests/conformance/serve.sh "$PWD/target/debug/drainpipe"
+
 step "release packages: npm tarballs and the wheel, installed offline, under the SDK client"
 # release/test-packages.sh builds the Linux x86_64 wheel and npm packages
 # with release/dist.sh (its own build directory, target/dist), installs

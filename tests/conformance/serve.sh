@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite's server scenarios through
+# `drainpipe serve -- drainpipe proxy --url <the suite's reference server>`:
+# every scenario of a requirement set that passes against the reference
+# server directly must pass through serve, in the same run. The reference
+# server is the suite's own (server/everything-server.ts, kept as its
+# repository has it; see server/README.md), run with the tsx and SDK of
+# this folder's lock.
+#
+#   bash tests/conformance/serve.sh [path/to/drainpipe]
+#
+# Afterwards serve is stopped with SIGTERM: it must exit 0 and leave no
+# `proxy --url` child behind.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+bin="${1:-$root/target/debug/drainpipe}"
+[ -x "$bin" ] || { echo "conformance: no drainpipe binary at $bin" >&2; exit 1; }
+. "$here/install.sh"
+
+work="$(mktemp -d)"
+reference_pid="" serve_pid=""
+cleanup() {
+    [ -n "$serve_pid" ] && kill -KILL "$serve_pid" 2>/dev/null
+    [ -n "$reference_pid" ] && kill -TERM "$reference_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The reference server on a free port.
+port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+(cd "$here/server" && PORT="$port" exec "$here/node_modules/.bin/tsx" everything-server.ts) \
+    >"$work/reference.log" 2>&1 &
+reference_pid=$!
+# serve on a free port of its own choosing, in front of proxy --url.
+"$bin" serve --listen 127.0.0.1:0 -- "$bin" proxy --no-oauth --metrics none \
+    --url "http://localhost:$port/mcp" 2>"$work/serve.log" &
+serve_pid=$!
+for _ in $(seq 300); do
+    grep -q 'listening on' "$work/serve.log" && grep -q 'running on' "$work/reference.log" && break
+    sleep 0.1
+done
+served=$(grep -oE 'listening on http://[^ ]+' "$work/serve.log" | sed 's/listening on //') ||
+    { echo "conformance: serve did not start" >&2; cat "$work/serve.log" >&2; exit 1; }
+grep -q 'running on' "$work/reference.log" ||
+    { echo "conformance: the reference server did not start" >&2; cat "$work/reference.log" >&2; exit 1; }
+echo "conformance: reference server on :$port, serve at $served"
+
+# Each scenario's verdict (✓ or ✗) and name, from a run's summary.
+verdicts() { grep -E '^[✓✗] [a-z0-9-]+:' "$1" | sed -E 's/^([✓✗]) ([a-z0-9-]+):.*/\2 \1/' | LC_ALL=C sort; }
+
+failed=0
+compare() {
+    local set="$1"
+    timeout 600 npx --no-install conformance server --url "http://localhost:$port/mcp" \
+        --requirements "$set" >"$work/direct.log" 2>&1 || true
+    timeout 600 npx --no-install conformance server --url "$served" \
+        --requirements "$set" >"$work/served.log" 2>&1 || true
+    verdicts "$work/direct.log" >"$work/direct.txt"
+    verdicts "$work/served.log" >"$work/served.txt"
+    [ -s "$work/direct.txt" ] || { echo "conformance: $set: no verdicts from the direct run" >&2; tail -20 "$work/direct.log" >&2; failed=1; return; }
+    # Scenarios that pass directly and not through serve.
+    local lost
+    lost=$(LC_ALL=C join "$work/direct.txt" "$work/served.txt" -a1 | awk '$2 == "✓" && $3 != "✓" { print $1 }')
+    local passing
+    passing=$(grep -c ' ✓$' "$work/direct.txt" || true)
+    if [ -n "$lost" ]; then
+        echo "conformance: $set through serve: FAILED: passes directly, not through serve: $lost" >&2
+        for scenario in $lost; do
+            sed -n "/=== Running scenario: $scenario ===/,/=== Running scenario/p" "$work/served.log" | head -30 >&2
+        done
+        grep -E 'FAILURE' "$work/served.log" | head -40 >&2
+        failed=1
+    else
+        echo "conformance: $set through serve: the $passing scenarios that pass directly pass ($(grep -E '^Total:' "$work/direct.log" | tail -1) directly, $(grep -E '^Total:' "$work/served.log" | tail -1) through serve)"
+    fi
+}
+compare 2025-11-25
+
+# SIGTERM: serve drains, ends every session's child, exits 0.
+kill -TERM "$serve_pid"
+status=0
+timeout 60 tail --pid="$serve_pid" -f /dev/null || status=$?
+wait "$serve_pid" || status=$?
+serve_pid=""
+if [ "$status" != 0 ]; then
+    echo "conformance: serve exited $status after SIGTERM" >&2
+    tail -20 "$work/serve.log" >&2
+    failed=1
+fi
+if pgrep -f -- "--url http://localhost:$port/mcp" >/dev/null; then
+    echo "conformance: serve left proxy children running" >&2
+    pgrep -af -- "--url http://localhost:$port/mcp" >&2
+    failed=1
+fi
+exit "$failed"
