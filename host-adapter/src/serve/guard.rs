@@ -76,11 +76,16 @@ impl Guard {
         }
     }
 
-    /// Checks a request's headers: Host, then Origin, then the token (so
+    /// Checks a request's host (its `Host` header; over HTTP/2 the
+    /// `:authority` the URI carries), then its Origin, then the token (so
     /// that a rebinding page learns nothing about the token).
-    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    pub(crate) fn check(
+        &self,
+        authority: Option<&str>,
+        headers: &HeaderMap,
+    ) -> Result<(), Refusal> {
         if let Some(hosts) = &self.hosts {
-            let host = headers.get(HOST).and_then(|v| v.to_str().ok());
+            let host = authority.or_else(|| headers.get(HOST).and_then(|v| v.to_str().ok()));
             if !host.is_some_and(|host| hosts.iter().any(|h| same_host(host, h))) {
                 return Err(Refusal::Host);
             }
@@ -176,7 +181,11 @@ mod tests {
     fn loopback_names_pass_with_any_port() {
         let guard = Guard::loopback();
         for host in ["localhost", "127.0.0.1:8080", "[::1]:9", "LOCALHOST:1"] {
-            assert_eq!(guard.check(&headers(&[("host", host)])), Ok(()), "{host}");
+            assert_eq!(
+                guard.check(None, &headers(&[("host", host)])),
+                Ok(()),
+                "{host}"
+            );
         }
     }
 
@@ -200,13 +209,17 @@ mod tests {
             ),
         ];
         for (pairs, refusal) in cases {
-            assert_eq!(guard.check(&headers(&pairs)), Err(refusal), "{pairs:?}");
+            assert_eq!(
+                guard.check(None, &headers(&pairs)),
+                Err(refusal),
+                "{pairs:?}"
+            );
         }
         let from_loopback = headers(&[
             ("host", "localhost:8080"),
             ("origin", "http://127.0.0.1:6274"),
         ]);
-        assert_eq!(guard.check(&from_loopback), Ok(()));
+        assert_eq!(guard.check(None, &from_loopback), Ok(()));
     }
 
     #[test]
@@ -216,11 +229,14 @@ mod tests {
             origins: vec!["https://claude.ai".into()],
             token: None,
         };
-        assert_eq!(guard.check(&headers(&[("host", "mcp.example")])), Ok(()));
+        assert_eq!(
+            guard.check(None, &headers(&[("host", "mcp.example")])),
+            Ok(())
+        );
         let listed = headers(&[("host", "mcp.example"), ("origin", "https://claude.ai")]);
-        assert_eq!(guard.check(&listed), Ok(()));
+        assert_eq!(guard.check(None, &listed), Ok(()));
         let other = headers(&[("host", "mcp.example"), ("origin", "https://x.example")]);
-        assert_eq!(guard.check(&other), Err(Refusal::Origin));
+        assert_eq!(guard.check(None, &other), Err(Refusal::Origin));
     }
 
     #[test]
@@ -230,8 +246,8 @@ mod tests {
             ..Guard::loopback()
         };
         let with = |auth: &str| headers(&[("host", "localhost"), ("authorization", auth)]);
-        assert_eq!(guard.check(&with("Bearer s3cret")), Ok(()));
-        assert_eq!(guard.check(&with("bearer s3cret")), Ok(()));
+        assert_eq!(guard.check(None, &with("Bearer s3cret")), Ok(()));
+        assert_eq!(guard.check(None, &with("bearer s3cret")), Ok(()));
         for wrong in [
             "Bearer s3cre",
             "Bearer s3cret2",
@@ -239,12 +255,30 @@ mod tests {
             "s3cret",
             "Bearer ",
         ] {
-            assert_eq!(guard.check(&with(wrong)), Err(Refusal::Token), "{wrong}");
+            assert_eq!(
+                guard.check(None, &with(wrong)),
+                Err(Refusal::Token),
+                "{wrong}"
+            );
         }
         assert_eq!(
-            guard.check(&headers(&[("host", "localhost")])),
+            guard.check(None, &headers(&[("host", "localhost")])),
             Err(Refusal::Token)
         );
         assert!(!format!("{guard:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn an_http2_authority_is_checked_as_the_host() {
+        let guard = Guard::loopback();
+        let none = HeaderMap::new();
+        assert_eq!(guard.check(Some("localhost:8443"), &none), Ok(()));
+        assert_eq!(
+            guard.check(Some("evil.example:8443"), &none),
+            Err(Refusal::Host)
+        );
+        // The authority wins over a Host header that disagrees.
+        let host = headers(&[("host", "localhost")]);
+        assert_eq!(guard.check(Some("evil.example"), &host), Err(Refusal::Host));
     }
 }

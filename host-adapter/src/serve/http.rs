@@ -16,7 +16,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use serde_json::Value;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
 use super::outlet::{EventBody, Gone};
@@ -31,9 +31,10 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// stops (its sessions are ended by then, so its streams end too).
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
-/// Serves one connection (HTTP/1.1 or HTTP/2) until it closes or `stop`.
+/// Serves one connection (HTTP/1.1 or HTTP/2, over TCP or TLS) until it
+/// closes or `stop`.
 pub(crate) async fn connection(
-    stream: TcpStream,
+    stream: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
     _peer: SocketAddr,
     sessions: Arc<Sessions>,
     stop: CancellationToken,
@@ -60,7 +61,8 @@ async fn handle(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response
     if request.uri().path() == "/healthz" {
         return respond(StatusCode::OK, "application/json", r#"{"status":"ok"}"#);
     }
-    if let Err(refusal) = sessions.config.guard.check(request.headers()) {
+    let authority = request.uri().authority().map(|a| a.as_str());
+    if let Err(refusal) = sessions.config.guard.check(authority, request.headers()) {
         sessions.count(|m| m.refused += 1);
         let status = StatusCode::from_u16(refusal.status()).expect("a status");
         let mut response = error(status, -32000, refusal.message());
