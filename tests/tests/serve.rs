@@ -50,13 +50,17 @@ impl Serve {
         std::thread::spawn(move || {
             for line in lines.lines() {
                 let Ok(line) = line else { break };
-                if let Some(rest) = line.split("listening on http://").nth(1) {
+                {
+                    let mut kept = kept.lock().expect("stderr");
+                    kept.push_str(&line);
+                    kept.push('\n');
+                }
+                if line.contains("listening on")
+                    && let Some(rest) = line.split("://").nth(1)
+                {
                     let addr = rest.split('/').next().unwrap_or_default().to_string();
                     let _ = addr_tx.send(addr);
                 }
-                let mut kept = kept.lock().expect("stderr");
-                kept.push_str(&line);
-                kept.push('\n');
             }
         });
         let addr = addr_rx
@@ -589,4 +593,69 @@ fn sigkill_leaves_no_child() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// HTTPS with --tls-cert/--tls-key (HTTP/2 offered): drainpipe's own
+/// remote client, trusting a private root, calls through it end to end.
+#[test]
+fn https_serves_a_session_end_to_end() {
+    let Some(root) = drainpipe_release::tls::private_root("serve") else {
+        return;
+    };
+    let serve = Serve::start(&["--tls-cert", &root.cert, "--tls-key", &root.key], &[]);
+    assert!(
+        serve.stderr().contains("listening on https://"),
+        "{}",
+        serve.stderr()
+    );
+    let url = format!("https://localhost:{}/mcp", serve.addr.port());
+    let mut proxy = Command::new(drainpipe_binary())
+        .args(["proxy", "--no-oauth", "--metrics", "none", "--url", &url])
+        .env("SSL_CERT_FILE", &root.ca)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start proxy --url");
+    let mut stdin = proxy.stdin.take().expect("stdin");
+    let stdout = BufReader::new(proxy.stdout.take().expect("stdout"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut answer = |message: Value| -> Value {
+        use std::io::Write;
+        writeln!(stdin, "{message}").expect("write to the proxy");
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("an answer through serve over HTTPS");
+        serde_json::from_str(&line).expect("JSON")
+    };
+    let init = answer(initialize(1));
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "drainpipe-fixture",
+        "{init}"
+    );
+    let called = answer(call(2, "slow", json!({"steps": 1})));
+    assert!(called["result"].is_object(), "{called}");
+    let _ = proxy.kill();
+    let _ = proxy.wait();
+    // Plain HTTP on the TLS port is no request at all.
+    let stream = std::net::TcpStream::connect(serve.addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut plain = stream.try_clone().expect("clone");
+    use std::io::{Read, Write};
+    let _ = plain.write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n");
+    let mut reply = Vec::new();
+    let _ = (&stream).read_to_end(&mut reply);
+    assert!(
+        !String::from_utf8_lossy(&reply).contains("\"ok\""),
+        "plain HTTP was served"
+    );
 }

@@ -74,6 +74,12 @@ pub(crate) struct ServeArgs {
     /// session and its child are ended.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     drain: Duration,
+    /// Serve HTTPS with this certificate chain (PEM); with --tls-key.
+    #[arg(long, value_name = "PATH", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "PATH", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
     #[command(flatten)]
     engine: EngineArgs,
     /// Each session's metrics, printed to stderr when it ends.
@@ -134,6 +140,17 @@ pub(crate) fn run(args: ServeArgs) -> i32 {
         origins: args.allow_origins.clone(),
         token,
     };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => match serve::tls_config(cert, key) {
+            Ok(tls) => Some(tls),
+            Err(error) => {
+                eprintln!("drainpipe serve: --tls-cert/--tls-key: {error}");
+                return super::EXIT_USAGE;
+            }
+        },
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let config = ServeConfig {
         proxy: args.engine.config(),
         path: args.path.clone(),
@@ -143,6 +160,7 @@ pub(crate) fn run(args: ServeArgs) -> i32 {
         resume_window: args.resume_window,
         drain: args.drain,
         guard,
+        tls,
         ..ServeConfig::default()
     };
     // Kept until this function returns; if this process dies instead, the
@@ -183,7 +201,7 @@ pub(crate) fn run(args: ServeArgs) -> i32 {
                 "serve: WARNING: {local} is served with no token: anyone who can reach it may call every tool"
             ));
         }
-        sink.line(&format!("serve: listening on http://{local}{}", args.path));
+        sink.line(&format!("serve: listening on {scheme}://{local}{}", args.path));
         let stop = CancellationToken::new();
         watch_signals(stop.clone(), sink.clone())?;
         serve::run(listener, command, config, sink.clone(), stop, on_end).await

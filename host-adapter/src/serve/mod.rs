@@ -35,6 +35,7 @@ mod session;
 
 use std::io;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -94,6 +95,9 @@ pub struct ServeConfig {
     pub drain: Duration,
     /// Who may call: `Host`, `Origin`, the bearer token.
     pub guard: Guard,
+    /// Serve HTTPS with this certificate and key ([`tls_config`]); `None`
+    /// for plain HTTP (on loopback, or behind a TLS reverse proxy).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for ServeConfig {
@@ -113,6 +117,7 @@ impl Default for ServeConfig {
             keep_alive: Duration::from_secs(15),
             drain: Duration::from_secs(10),
             guard: Guard::loopback(),
+            tls: None,
         }
     }
 }
@@ -174,12 +179,28 @@ pub async fn run(
         };
         keep_alive(&stream, config.keep_alive);
         let _ = stream.set_nodelay(true);
-        tasks.spawn(http::connection(
-            stream,
-            peer,
-            sessions.clone(),
-            connections.clone(),
-        ));
+        let (sessions, connections) = (sessions.clone(), connections.clone());
+        match &config.tls {
+            None => {
+                tasks.spawn(http::connection(stream, peer, sessions, connections));
+            }
+            Some(tls) => {
+                let acceptor = tokio_rustls::TlsAcceptor::from(tls.clone());
+                let sink = sink.clone();
+                tasks.spawn(async move {
+                    // A handshake that never ends holds a task, not the server.
+                    match tokio::time::timeout(HANDSHAKE_BOUND, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => {
+                            http::connection(stream, peer, sessions, connections).await;
+                        }
+                        Ok(Err(error)) => {
+                            sink.line(&format!("serve: TLS handshake with {peer} failed: {error}"))
+                        }
+                        Err(_) => sink.line(&format!("serve: TLS handshake with {peer} timed out")),
+                    }
+                });
+            }
+        }
     }
     drop(listener);
     sink.line("serve: stopping: no new sessions; open requests get their answers");
@@ -192,6 +213,37 @@ pub async fn run(
         sink.line("serve: some sessions did not end in time");
     }
     Ok(sessions.metrics())
+}
+
+/// The longest a client may take over its TLS handshake.
+const HANDSHAKE_BOUND: Duration = Duration::from_secs(10);
+
+/// The TLS configuration of a server with the certificate chain in
+/// `cert` and the private key in `key` (PEM files), offering HTTP/2 and
+/// HTTP/1.1.
+pub fn tls_config(cert: &Path, key: &Path) -> io::Result<Arc<rustls::ServerConfig>> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|error| invalid(format!("{}: {error}", cert.display())))?;
+    if chain.is_empty() {
+        return Err(invalid(format!("{}: no certificate in it", cert.display())));
+    }
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|error| invalid(format!("{}: {error}", key.display())))?;
+    // ring, as the remote client uses (remote/http.rs says why).
+    #[allow(deprecated)]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| invalid(error.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|error| invalid(format!("the certificate and the key: {error}")))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
 }
 
 /// Whether `addr` is reachable from this machine only.
