@@ -92,6 +92,8 @@ pub(crate) struct BodyLines {
     /// that it keeps nothing and reports the envelope of the whole line.
     json: Framer,
     json_len: u64,
+    /// Where the JSON body's top-level values end.
+    json_scan: JsonScan,
     /// Bytes of whole messages ready, then of the message being read.
     pending: Vec<u8>,
     /// How much of `pending` is whole messages.
@@ -138,6 +140,7 @@ impl BodyLines {
                     .with_max_depth(max_depth),
             ),
             json_len: 0,
+            json_scan: JsonScan::default(),
             pending: Vec::new(),
             whole: 0,
             held: None,
@@ -189,7 +192,7 @@ impl BodyLines {
         self.bytes += chunk.len() as u64;
         match self.kind {
             BodyKind::Events => self.push_events(chunk),
-            BodyKind::Json => self.push_json(chunk),
+            BodyKind::Json => self.push_json_body(chunk),
         }
         self.flush(false).await;
         std::mem::take(&mut self.passed)
@@ -214,7 +217,7 @@ impl BodyLines {
             }
             BodyKind::Json => {
                 if self.json_len > 0 && !self.over {
-                    self.push_json(b"\n");
+                    self.push_json(b"", true);
                     if self.passed.is_empty() {
                         inside = true;
                     }
@@ -302,14 +305,41 @@ impl BodyLines {
         });
     }
 
-    fn push_json(&mut self, chunk: &[u8]) {
-        if self.over {
+    /// A piece of a JSON body. A body may hold more than one message, one
+    /// per line (a server streaming a stateless request's progress before
+    /// its answer does): a line end outside any value ends a message; one
+    /// inside a value is whitespace.
+    fn push_json_body(&mut self, chunk: &[u8]) {
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            match self.json_scan.boundary(rest) {
+                Some(at) => {
+                    self.push_json(&rest[..at], false);
+                    if self.json_len > 0 && !self.over {
+                        self.push_json(b"", true);
+                    }
+                    rest = &rest[at + 1..];
+                }
+                None => {
+                    self.push_json(rest, false);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// `chunk` of the current message, or (`ended`) its end.
+    fn push_json(&mut self, chunk: &[u8], ended: bool) {
+        if self.over || (chunk.is_empty() && !ended) {
             return;
         }
         let start = self.pending.len();
-        self.pending.extend_from_slice(chunk);
+        if ended {
+            self.pending.push(b'\n');
+        } else {
+            self.pending.extend_from_slice(chunk);
+        }
         // JSON's own line ends are whitespace: one line for the proxy.
-        let ended = chunk == b"\n";
         if !ended {
             for b in &mut self.pending[start..] {
                 if *b == b'\n' || *b == b'\r' {
@@ -429,5 +459,92 @@ fn pass(to: Passing<'_>, piece: &[u8]) {
         *to.whole = to.pending.len();
         *to.over = true;
         to.passed.push(Passed::Oversize);
+    }
+}
+
+/// Just enough of a JSON lexer to find the line ends between top-level
+/// values: the nesting depth, and whether the bytes are inside a string.
+#[derive(Default)]
+struct JsonScan {
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    /// Something other than whitespace since the last boundary.
+    started: bool,
+}
+
+impl JsonScan {
+    /// The index of the first line end in `bytes` that follows a whole
+    /// top-level value; the state is advanced up to it (or through all
+    /// of `bytes` when there is none).
+    fn boundary(&mut self, bytes: &[u8]) -> Option<usize> {
+        for (i, &b) in bytes.iter().enumerate() {
+            if self.in_string {
+                match (self.escaped, b) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => {
+                    self.in_string = true;
+                    self.started = true;
+                }
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    self.started = true;
+                }
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                b'\n' if self.depth == 0 && self.started => {
+                    self.started = false;
+                    return Some(i);
+                }
+                b' ' | b'\t' | b'\r' | b'\n' => {}
+                _ => self.started = true,
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod json_scan_tests {
+    use super::JsonScan;
+
+    #[test]
+    fn line_ends_between_values_are_boundaries_and_others_are_not() {
+        let mut scan = JsonScan::default();
+        let body = b"{\"a\": \"x\\\"\n}\"\n}\n{\"b\": [1,\n2]}\n";
+        let mut cuts = Vec::new();
+        let mut at = 0;
+        while let Some(i) = scan.boundary(&body[at..]) {
+            cuts.push(at + i);
+            at += i + 1;
+        }
+        let first = body.windows(3).position(|w| w == b"}\n{").unwrap() + 1;
+        assert_eq!(cuts, vec![first, body.len() - 1]);
+        // Split anywhere, the same boundaries.
+        for split in 1..body.len() {
+            let mut scan = JsonScan::default();
+            let mut found = Vec::new();
+            for (offset, part) in [(0, &body[..split]), (split, &body[split..])] {
+                let mut at = 0;
+                while let Some(i) = scan.boundary(&part[at..]) {
+                    found.push(offset + at + i);
+                    at += i + 1;
+                }
+            }
+            assert_eq!(found, cuts, "split at {split}");
+        }
+    }
+
+    #[test]
+    fn leading_blank_lines_are_no_boundary() {
+        let mut scan = JsonScan::default();
+        assert_eq!(scan.boundary(b"\n\n  \n"), None);
+        assert_eq!(scan.boundary(b"{}\n"), Some(2));
     }
 }
