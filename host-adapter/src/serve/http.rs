@@ -21,9 +21,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::outlet::{EventBody, Gone};
 use super::session::{Asked, Refused, Session, Sessions, normalise};
+use super::stateless;
 use crate::pipe::jsonrpc::{INVALID_REQUEST, PARSE_ERROR, TOO_LARGE};
 
-type Body = UnsyncBoxBody<Bytes, Infallible>;
+pub(super) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -181,7 +182,14 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
     let asks = messages
         .iter()
         .any(|m| m.get("method").is_some() && m.get("id").is_some());
-    let session = if initialize || (!named && asks) {
+    // A client of the 2026-07-28 revision keeps no session: every request
+    // carries its revision and capabilities, and this server checks what
+    // the revision makes the HTTP server's to check.
+    let stateless = !named && stateless::is_stateless(&headers, &messages);
+    if stateless && let Err(refusal) = stateless::check(&headers, &messages) {
+        return refusal.response();
+    }
+    let session = if (initialize && !stateless) || (!named && asks) {
         if initialize && messages.len() > 1 {
             return error_for(
                 StatusCode::BAD_REQUEST,
@@ -192,7 +200,7 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
         }
         // A request with no session and no initialize: a client that
         // keeps none (2026-07-28). A child serves this POST alone.
-        match sessions.start(!initialize) {
+        match sessions.start(stateless || !initialize) {
             Ok(session) => session,
             Err(Refused::Full) => {
                 let mut response = error_for(
@@ -275,29 +283,45 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
     // are sent: if this client goes away from here on, what it asked is
     // cancelled. A session that ends now answers what it registered with
     // errors.
-    if events {
-        let body = EventBody::new(rx, outlet, Arc::downgrade(&session), config.keep_alive);
-        let _ = session.send(lines).await;
-        let response = Response::builder()
-            .status(StatusCode::OK)
-            .header(header::CONTENT_TYPE, "text/event-stream")
-            .header(header::CACHE_CONTROL, "no-cache")
-            .body(body.boxed_unsync())
-            .expect("a response");
-        return with_session(response, &session);
-    }
     let gone = Gone {
         session: Arc::downgrade(&session),
         outlet: outlet.clone(),
     };
+    if events && !session.ephemeral {
+        let body = EventBody::new(rx, None, gone, config.keep_alive);
+        let _ = session.send(lines).await;
+        return with_session(event_stream(StatusCode::OK, body), &session);
+    }
     let _ = session.send(lines).await;
+    if events {
+        // A stateless request's status says how it was answered (400 for
+        // a refusal, 404 for a method the server lacks): the head waits
+        // for the first message. An answer first is the whole response.
+        let Some(first) = rx.recv().await else {
+            return session_gone();
+        };
+        if let Some(status) = first.message().and_then(|m| stateless::status_of(m)) {
+            let bytes = first.message().cloned().unwrap_or_default();
+            return json_response(status, bytes);
+        }
+        // The guard goes with the stream: the rest of it is the body's.
+        let body = EventBody::new(rx, Some(first), gone, config.keep_alive);
+        return event_stream(StatusCode::OK, body);
+    }
     // One JSON body: every answer gathered first (the client waits on this
     // request; if it goes away, `gone` cancels what is left).
-    let mut answers = Vec::new();
+    let mut answers: Vec<Bytes> = Vec::new();
     while let Some(answer) = rx.recv().await {
-        answers.push(answer);
+        if let Some(message) = answer.message() {
+            answers.push(message.clone());
+        }
     }
     drop(gone);
+    let status = if session.ephemeral && answers.len() == 1 {
+        stateless::status_of(&answers[0]).unwrap_or(StatusCode::OK)
+    } else {
+        StatusCode::OK
+    };
     let body = if !batch && answers.len() == 1 {
         answers.pop().expect("one answer")
     } else {
@@ -311,12 +335,24 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
         joined.push(b']');
         Bytes::from(joined)
     };
-    let response = Response::builder()
-        .status(StatusCode::OK)
+    with_session(json_response(status, body), &session)
+}
+
+fn event_stream(status: StatusCode, body: EventBody) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(body.boxed_unsync())
+        .expect("a response")
+}
+
+fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
+    Response::builder()
+        .status(status)
         .header(header::CONTENT_TYPE, "application/json")
         .body(Full::new(body).boxed_unsync())
-        .expect("a response");
-    with_session(response, &session)
+        .expect("a response")
 }
 
 /// A GET: the session's own event stream.
@@ -340,19 +376,12 @@ fn get(request: Request<Incoming>, sessions: &Arc<Sessions>) -> Response<Body> {
     let Some((outlet, rx)) = session.open_get(last_event) else {
         return session_gone();
     };
-    let body = EventBody::new(
-        rx,
+    let gone = Gone {
+        session: Arc::downgrade(&session),
         outlet,
-        Arc::downgrade(&session),
-        sessions.config.keep_alive,
-    );
-    let response = Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(body.boxed_unsync())
-        .expect("a response");
-    with_session(response, &session)
+    };
+    let body = EventBody::new(rx, None, gone, sessions.config.keep_alive);
+    with_session(event_stream(StatusCode::OK, body), &session)
 }
 
 /// A DELETE: the session ends, and its child with it.
@@ -455,7 +484,12 @@ fn error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
 
 /// A JSON-RPC error answering `id` (null if unknown), as the body of an
 /// HTTP error.
-fn error_for(status: StatusCode, code: i64, message: &str, id: Option<&Value>) -> Response<Body> {
+pub(super) fn error_for(
+    status: StatusCode,
+    code: i64,
+    message: &str,
+    id: Option<&Value>,
+) -> Response<Body> {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": id.cloned().unwrap_or(Value::Null),

@@ -32,6 +32,7 @@ mod guard;
 mod http;
 mod outlet;
 mod session;
+mod stateless;
 
 use std::io;
 use std::net::SocketAddr;

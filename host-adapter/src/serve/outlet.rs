@@ -20,6 +20,39 @@ use tokio::sync::mpsc;
 
 use super::session::Session;
 
+/// What a stream sends: a message (numbered on an event stream), or the
+/// priming event that opens a POST stream.
+#[derive(Clone, Debug)]
+pub(crate) enum Item {
+    Message { event: Option<u64>, bytes: Bytes },
+    Priming { event: u64, retry: Duration },
+}
+
+impl Item {
+    /// The message it carries.
+    pub(crate) fn message(&self) -> Option<&Bytes> {
+        match self {
+            Item::Message { bytes, .. } => Some(bytes),
+            Item::Priming { .. } => None,
+        }
+    }
+
+    /// Its bytes as a server-sent event.
+    pub(crate) fn to_event(&self) -> Bytes {
+        match self {
+            Item::Message { event: id, bytes } => event(*id, bytes),
+            Item::Priming { event, retry } => Bytes::from(format!(
+                "id: {event}\nretry: {}\ndata: \n\n",
+                retry.as_millis()
+            )),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.message().map_or(32, Bytes::len)
+    }
+}
+
 /// A stream's queue, shared by the router (which offers) and the body
 /// (which takes).
 pub(crate) struct Outlet {
@@ -28,7 +61,7 @@ pub(crate) struct Outlet {
     /// Writes server-sent events; otherwise the messages are gathered into
     /// one JSON body.
     pub(crate) events: bool,
-    tx: Mutex<Option<mpsc::UnboundedSender<Bytes>>>,
+    tx: Mutex<Option<mpsc::UnboundedSender<Item>>>,
     queued: AtomicUsize,
     limit: usize,
     /// A message was refused: the stream's client lost it.
@@ -43,7 +76,7 @@ impl Outlet {
         stream: u64,
         events: bool,
         limit: usize,
-    ) -> (Arc<Outlet>, mpsc::UnboundedReceiver<Bytes>) {
+    ) -> (Arc<Outlet>, mpsc::UnboundedReceiver<Item>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let outlet = Arc::new(Outlet {
             stream,
@@ -57,10 +90,10 @@ impl Outlet {
         (outlet, rx)
     }
 
-    /// Queues `message` (already framed for this stream) unless the stream
-    /// is closed or holds `limit` bytes already (a message larger than the
-    /// limit is queued alone). Never waits.
-    pub(crate) fn offer(&self, message: Bytes) -> bool {
+    /// Queues `item` unless the stream is closed or holds `limit` bytes
+    /// already (a message larger than the limit is queued alone). Never
+    /// waits.
+    pub(crate) fn offer(&self, message: Item) -> bool {
         let tx = self.tx.lock().expect("outlet");
         let Some(tx) = tx.as_ref() else {
             return false;
@@ -92,7 +125,7 @@ impl Outlet {
         self.overflowed.load(Ordering::Relaxed)
     }
 
-    fn taken(&self, len: usize) {
+    pub(crate) fn taken(&self, len: usize) {
         self.queued.fetch_sub(len, Ordering::Relaxed);
     }
 }
@@ -114,7 +147,10 @@ pub(crate) fn event(id: Option<u64>, message: &[u8]) -> Bytes {
 /// fails, and the stream ends), and, when dropped (sent whole, or its
 /// client gone), the session told so.
 pub(crate) struct EventBody {
-    rx: mpsc::UnboundedReceiver<Bytes>,
+    rx: mpsc::UnboundedReceiver<Item>,
+    /// An item taken from `rx` before the body started (to choose the
+    /// response's status), sent first.
+    first: Option<Item>,
     outlet: Arc<Outlet>,
     keep_alive: tokio::time::Interval,
     /// Held for its drop.
@@ -122,22 +158,21 @@ pub(crate) struct EventBody {
 }
 
 impl EventBody {
+    /// The body of the stream `gone` guards (its outlet, and the session
+    /// told when the body is dropped); `first` is sent before the rest.
     pub(crate) fn new(
-        rx: mpsc::UnboundedReceiver<Bytes>,
-        outlet: Arc<Outlet>,
-        session: Weak<Session>,
+        rx: mpsc::UnboundedReceiver<Item>,
+        first: Option<Item>,
+        gone: Gone,
         keep_alive: Duration,
     ) -> Self {
         let mut keep_alive =
             tokio::time::interval_at(tokio::time::Instant::now() + keep_alive, keep_alive);
         keep_alive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let gone = Gone {
-            session,
-            outlet: outlet.clone(),
-        };
         EventBody {
             rx,
-            outlet,
+            first,
+            outlet: gone.outlet.clone(),
             keep_alive,
             _gone: gone,
         }
@@ -152,10 +187,14 @@ impl Body for EventBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if let Some(first) = self.first.take() {
+            self.outlet.taken(first.len());
+            return Poll::Ready(Some(Ok(Frame::data(first.to_event()))));
+        }
         match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(bytes)) => {
-                self.outlet.taken(bytes.len());
-                Poll::Ready(Some(Ok(Frame::data(bytes))))
+            Poll::Ready(Some(item)) => {
+                self.outlet.taken(item.len());
+                Poll::Ready(Some(Ok(Frame::data(item.to_event()))))
             }
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => match self.keep_alive.poll_tick(cx) {

@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::outlet::{Outlet, event};
+use super::outlet::{Item, Outlet};
 use super::{CommandFactory, ServeConfig, ServeMetrics};
 use crate::proxy::{self, INVALID_REQUEST, ProxyOutcome, SERVER_GONE, StderrSink};
 
@@ -410,7 +410,7 @@ impl Session {
         &self,
         events: bool,
         asked: &[Asked],
-    ) -> Option<(Arc<Outlet>, mpsc::UnboundedReceiver<Bytes>)> {
+    ) -> Option<(Arc<Outlet>, mpsc::UnboundedReceiver<Item>)> {
         let config = self.config()?;
         let mut state = self.state.lock().expect("session");
         if state.ended {
@@ -419,9 +419,13 @@ impl Session {
         let stream = state.next_stream;
         state.next_stream += 1;
         let (outlet, rx) = Outlet::new(stream, events, config.stream_bytes);
-        if events {
-            let priming = state.record(stream, Bytes::new(), config.replay_bytes);
-            outlet.offer(priming_event(priming, config.retry));
+        if events && !self.ephemeral {
+            // (A stateless client has no session to resume in.)
+            let event = state.record(stream, Bytes::new(), config.replay_bytes);
+            outlet.offer(Item::Priming {
+                event,
+                retry: config.retry,
+            });
         }
         let mut taken = Vec::new();
         {
@@ -468,7 +472,7 @@ impl Session {
     pub(crate) fn open_get(
         &self,
         last_event: Option<u64>,
-    ) -> Option<(Arc<Outlet>, mpsc::UnboundedReceiver<Bytes>)> {
+    ) -> Option<(Arc<Outlet>, mpsc::UnboundedReceiver<Item>)> {
         let config = self.config()?;
         let mut state = self.state.lock().expect("session");
         if state.ended {
@@ -486,7 +490,11 @@ impl Session {
             .iter()
             .filter(|r| r.stream == stream && r.event > after && !r.message.is_empty())
         {
-            if !outlet.offer(event(Some(replayed.event), &replayed.message)) {
+            let item = Item::Message {
+                event: Some(replayed.event),
+                bytes: replayed.message.clone(),
+            };
+            if !outlet.offer(item) {
                 break;
             }
             last = replayed.event;
@@ -688,9 +696,14 @@ impl Session {
                 }
                 // The session's own stream: numbered, and kept for the
                 // next GET if none is open.
-                let number = state.record(STANDALONE, Bytes::copy_from_slice(message), limit);
+                let bytes = Bytes::copy_from_slice(message);
+                let number = state.record(STANDALONE, bytes.clone(), limit);
                 if let Some(outlet) = state.standalone.clone() {
-                    if outlet.offer(event(Some(number), message)) {
+                    let item = Item::Message {
+                        event: Some(number),
+                        bytes,
+                    };
+                    if outlet.offer(item) {
                         state.delivered = number;
                     } else {
                         drop(state);
@@ -742,21 +755,11 @@ impl Session {
 /// Sends `message` on `outlet`: on an event stream numbered (and kept for
 /// a reconnection), else bare. Whether the outlet took it.
 fn emit(state: &mut State, outlet: &Outlet, message: &[u8], limit: usize) -> bool {
-    if outlet.events {
-        let number = state.record(outlet.stream, Bytes::copy_from_slice(message), limit);
-        outlet.offer(event(Some(number), message))
-    } else {
-        outlet.offer(Bytes::copy_from_slice(message))
-    }
-}
-
-/// The first event of a POST stream: its id and the reconnection delay,
-/// no message.
-fn priming_event(number: u64, retry: Duration) -> Bytes {
-    Bytes::from(format!(
-        "id: {number}\nretry: {}\ndata: \n\n",
-        retry.as_millis()
-    ))
+    let bytes = Bytes::copy_from_slice(message);
+    let event = outlet
+        .events
+        .then(|| state.record(outlet.stream, bytes.clone(), limit));
+    outlet.offer(Item::Message { event, bytes })
 }
 
 fn trim_newline(line: &[u8]) -> &[u8] {
