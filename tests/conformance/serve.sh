@@ -76,6 +76,7 @@ compare() {
     fi
 }
 compare 2025-11-25
+compare 2026-07-28
 
 # SIGTERM: serve drains, ends every session's child, exits 0.
 kill -TERM "$serve_pid"
