@@ -10,6 +10,7 @@
 pub mod http1;
 pub mod otlp;
 pub mod peers;
+pub mod served;
 pub mod text_file;
 pub mod tls;
 
