@@ -473,3 +473,27 @@ fn https_serves_a_session_end_to_end() {
         "plain HTTP was served"
     );
 }
+
+/// The 2024-11-05 HTTP+SSE transport for older clients: GET /sse opens a
+/// session whose first event names where to POST; answers come on the
+/// stream; the session and its child end with the stream.
+#[test]
+fn old_clients_get_the_http_sse_transport() {
+    let serve = Serve::start(&[], &[]);
+    let mut stream = Request::get("/sse").open(serve.addr);
+    assert_eq!(stream.status, 200);
+    let endpoint = stream.next_event().expect("the endpoint event").data;
+    assert!(endpoint.starts_with("/messages?sessionId="), "{endpoint}");
+    let accepted = Request::post(&endpoint, &initialize(1)).send(serve.addr);
+    assert_eq!(accepted.status, 202);
+    let init = stream.next_message().expect("initialize answered on the stream");
+    assert_eq!(init["result"]["serverInfo"]["name"], "drainpipe-fixture");
+    let called = Request::post(&endpoint, &call(2, "slow", json!({"steps": 1}))).send(serve.addr);
+    assert_eq!(called.status, 202);
+    assert_eq!(answer_of(&mut stream)["id"], 2);
+    serve.wait_children(1, 10);
+    drop(stream);
+    serve.wait_children(0, 15);
+    let after = Request::post(&endpoint, &call(3, "slow", json!({"steps": 1}))).send(serve.addr);
+    assert_eq!(after.status, 404, "the session ended with its stream");
+}

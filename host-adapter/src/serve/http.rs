@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::outlet::{EventBody, Gone};
 use super::session::{Asked, Refused, Session, Sessions, normalise};
-use super::stateless;
+use super::{legacy, stateless};
 use crate::pipe::jsonrpc::{INVALID_REQUEST, PARSE_ERROR, TOO_LARGE};
 
 pub(super) type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -74,6 +74,11 @@ async fn handle(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response
         }
         return response;
     }
+    match (request.method(), request.uri().path()) {
+        (&Method::GET, legacy::STREAM) => return legacy::open(request, &sessions),
+        (&Method::POST, legacy::MESSAGES) => return legacy::message(request, sessions).await,
+        _ => {}
+    }
     if request.uri().path() != sessions.config.path {
         return error(
             StatusCode::NOT_FOUND,
@@ -120,57 +125,10 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
             "Not Acceptable: Accept must include application/json or text/event-stream",
         );
     }
-    // The transport limit holds for a body as for a line: refused before
-    // it is read whole, never parsed.
-    let limit = config.proxy.framer.max_frame_bytes();
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|len| len > limit as u64) {
-        return too_large(limit);
-    }
-    let body = match Limited::new(request.into_body(), limit).collect().await {
-        Ok(body) => body.to_bytes(),
-        Err(failure) if failure.is::<http_body_util::LengthLimitError>() => {
-            return too_large(limit);
-        }
-        Err(_) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                -32000,
-                "Bad Request: the body ended early",
-            );
-        }
+    let (batch, messages) = match read_messages(request, &config).await {
+        Ok(read) => read,
+        Err(response) => return *response,
     };
-    let parsed: Value = match serde_json::from_slice(&body) {
-        Ok(value) => value,
-        Err(_) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                PARSE_ERROR,
-                "Parse error: the body is not JSON",
-            );
-        }
-    };
-    let (batch, messages) = match parsed {
-        Value::Array(messages) if !messages.is_empty() => (true, messages),
-        message @ Value::Object(_) => (false, vec![message]),
-        _ => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                INVALID_REQUEST,
-                "Invalid Request: a JSON-RPC message or a batch of them",
-            );
-        }
-    };
-    if messages.iter().any(|m| !m.is_object()) {
-        return error(
-            StatusCode::BAD_REQUEST,
-            INVALID_REQUEST,
-            "Invalid Request: every message is a JSON object",
-        );
-    }
     let initialize = messages
         .iter()
         .any(|m| m.get("method").and_then(Value::as_str) == Some("initialize"));
@@ -245,23 +203,8 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
             Err(missing) => return missing.response_for(id),
         }
     };
-    let asked: Vec<Asked> = messages
-        .iter()
-        .filter(|m| m.get("method").is_some())
-        .filter_map(|m| {
-            let id = m.get("id")?;
-            let method = m.get("method").and_then(Value::as_str);
-            Some(Asked {
-                id: normalise(id),
-                cancellable: method != Some("initialize"),
-                progress: m.pointer("/params/_meta/progressToken").map(normalise),
-            })
-        })
-        .collect();
-    let lines: Vec<Vec<u8>> = messages
-        .iter()
-        .map(|m| serde_json::to_vec(m).expect("a parsed value serialises"))
-        .collect();
+    let asked = asked(&messages);
+    let lines = lines(&messages);
     if asked.is_empty() {
         // Notifications and the client's answers: accepted once queued.
         return if session.send(lines).await {
@@ -338,7 +281,7 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
     with_session(json_response(status, body), &session)
 }
 
-fn event_stream(status: StatusCode, body: EventBody) -> Response<Body> {
+pub(super) fn event_stream(status: StatusCode, body: EventBody) -> Response<Body> {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "text/event-stream")
@@ -353,6 +296,90 @@ fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
         .header(header::CONTENT_TYPE, "application/json")
         .body(Full::new(body).boxed_unsync())
         .expect("a response")
+}
+
+/// A POST's body as JSON-RPC messages (one, or a batch), or the response
+/// refusing it. The transport limit holds for a body as for a line: over
+/// it, the body is refused before it is read whole, never parsed.
+pub(super) async fn read_messages(
+    request: Request<Incoming>,
+    config: &super::ServeConfig,
+) -> Result<(bool, Vec<Value>), Box<Response<Body>>> {
+    let limit = config.proxy.framer.max_frame_bytes();
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return Err(Box::new(too_large(limit)));
+    }
+    let refuse = |status, code, message: &str| Err(Box::new(error(status, code, message)));
+    let body = match Limited::new(request.into_body(), limit).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(failure) if failure.is::<http_body_util::LengthLimitError>() => {
+            return Err(Box::new(too_large(limit)));
+        }
+        Err(_) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: the body ended early",
+            );
+        }
+    };
+    let Ok(parsed) = serde_json::from_slice::<Value>(&body) else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            PARSE_ERROR,
+            "Parse error: the body is not JSON",
+        );
+    };
+    let (batch, messages) = match parsed {
+        Value::Array(messages) if !messages.is_empty() => (true, messages),
+        message @ Value::Object(_) => (false, vec![message]),
+        _ => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                "Invalid Request: a JSON-RPC message or a batch of them",
+            );
+        }
+    };
+    if messages.iter().any(|m| !m.is_object()) {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            INVALID_REQUEST,
+            "Invalid Request: every message is a JSON object",
+        );
+    }
+    Ok((batch, messages))
+}
+
+/// The requests among `messages`: their ids, whether each may be
+/// cancelled, their progress tokens.
+pub(super) fn asked(messages: &[Value]) -> Vec<Asked> {
+    messages
+        .iter()
+        .filter(|m| m.get("method").is_some())
+        .filter_map(|m| {
+            let id = m.get("id")?;
+            let method = m.get("method").and_then(Value::as_str);
+            Some(Asked {
+                id: normalise(id),
+                cancellable: method != Some("initialize"),
+                progress: m.pointer("/params/_meta/progressToken").map(normalise),
+            })
+        })
+        .collect()
+}
+
+/// Each message as the line the child reads.
+pub(super) fn lines(messages: &[Value]) -> Vec<Vec<u8>> {
+    messages
+        .iter()
+        .map(|m| serde_json::to_vec(m).expect("a parsed value serialises"))
+        .collect()
 }
 
 /// A GET: the session's own event stream.
@@ -441,7 +468,7 @@ fn session_gone() -> Response<Body> {
     NoSession::Gone.response()
 }
 
-fn too_large(limit: usize) -> Response<Body> {
+pub(super) fn too_large(limit: usize) -> Response<Body> {
     error(
         StatusCode::PAYLOAD_TOO_LARGE,
         TOO_LARGE,
@@ -461,7 +488,7 @@ fn with_session(mut response: Response<Body>, session: &Session) -> Response<Bod
 
 /// Whether the header's value mentions `what` (case ignored): enough for
 /// media types in Content-Type and Accept.
-fn header_has(headers: &HeaderMap, name: header::HeaderName, what: &str) -> bool {
+pub(super) fn header_has(headers: &HeaderMap, name: header::HeaderName, what: &str) -> bool {
     headers.get_all(name).iter().any(|value| {
         value
             .to_str()
@@ -478,7 +505,7 @@ fn respond(status: StatusCode, content_type: &'static str, body: &'static str) -
 }
 
 /// A JSON-RPC error with no id, as the body of an HTTP error.
-fn error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
+pub(super) fn error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
     error_for(status, code, message, None)
 }
 

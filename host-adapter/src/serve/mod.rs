@@ -26,10 +26,14 @@
 //!   of bytes; a client that does not read loses its own answers, never the
 //!   child's progress or another session's; a client that goes away has
 //!   its requests cancelled to the child (`notifications/cancelled`) and
-//!   their late answers dropped.
+//!   their late answers dropped;
+//! - **revisions** (`stateless`, `legacy`): a 2026-07-28 client keeps no
+//!   session, and its request is served by a child of its own; a
+//!   2024-11-05 client gets the HTTP+SSE transport (`GET /sse`).
 
 mod guard;
 mod http;
+mod legacy;
 mod outlet;
 mod session;
 mod stateless;

@@ -24,8 +24,16 @@ use super::session::Session;
 /// priming event that opens a POST stream.
 #[derive(Clone, Debug)]
 pub(crate) enum Item {
-    Message { event: Option<u64>, bytes: Bytes },
-    Priming { event: u64, retry: Duration },
+    Message {
+        event: Option<u64>,
+        bytes: Bytes,
+    },
+    Priming {
+        event: u64,
+        retry: Duration,
+    },
+    /// The 2024-11-05 transport's first event: where to POST.
+    Endpoint(String),
 }
 
 impl Item {
@@ -33,7 +41,7 @@ impl Item {
     pub(crate) fn message(&self) -> Option<&Bytes> {
         match self {
             Item::Message { bytes, .. } => Some(bytes),
-            Item::Priming { .. } => None,
+            Item::Priming { .. } | Item::Endpoint(_) => None,
         }
     }
 
@@ -45,6 +53,7 @@ impl Item {
                 "id: {event}\nretry: {}\ndata: \n\n",
                 retry.as_millis()
             )),
+            Item::Endpoint(url) => Bytes::from(format!("event: endpoint\ndata: {url}\n\n")),
         }
     }
 
@@ -61,6 +70,9 @@ pub(crate) struct Outlet {
     /// Writes server-sent events; otherwise the messages are gathered into
     /// one JSON body.
     pub(crate) events: bool,
+    /// Not ended by its last answer: the session's own stream (and the
+    /// 2024-11-05 transport's, which carries every answer).
+    pub(crate) lasting: bool,
     tx: Mutex<Option<mpsc::UnboundedSender<Item>>>,
     queued: AtomicUsize,
     limit: usize,
@@ -81,6 +93,7 @@ impl Outlet {
         let outlet = Arc::new(Outlet {
             stream,
             events,
+            lasting: stream == super::session::STANDALONE,
             tx: Mutex::new(Some(tx)),
             queued: AtomicUsize::new(0),
             limit,

@@ -124,6 +124,7 @@ impl Sessions {
             input: Mutex::new(Some(input)),
             closing: CancellationToken::new(),
             ephemeral,
+            legacy: AtomicBool::new(false),
             sessions: Arc::downgrade(self),
             state: Mutex::new(State::new()),
         });
@@ -279,13 +280,16 @@ pub(crate) struct Session {
     closing: CancellationToken,
     /// Serves one POST and ends with it (no `Mcp-Session-Id`).
     pub(crate) ephemeral: bool,
+    /// A session of the 2024-11-05 transport: it lives as long as its
+    /// event stream, which carries every answer.
+    legacy: AtomicBool,
     sessions: Weak<Sessions>,
     state: Mutex<State>,
 }
 
 /// The stream number of the session's own (GET) stream; POST streams are
 /// numbered from 1.
-const STANDALONE: u64 = 0;
+pub(crate) const STANDALONE: u64 = 0;
 
 struct State {
     /// Unanswered requests (normalised id) and the stream each answers on.
@@ -536,6 +540,39 @@ impl Session {
         Some((outlet, rx))
     }
 
+    /// Opens the 2024-11-05 transport's event stream: it starts with the
+    /// endpoint to POST to, then carries every message of the child's.
+    pub(crate) fn open_legacy(
+        &self,
+        endpoint: String,
+    ) -> Option<(Arc<Outlet>, mpsc::UnboundedReceiver<Item>)> {
+        let config = self.config()?;
+        let mut state = self.state.lock().expect("session");
+        if state.ended {
+            return None;
+        }
+        let (outlet, rx) = Outlet::new(STANDALONE, true, config.stream_bytes);
+        outlet.offer(Item::Endpoint(endpoint));
+        state.standalone = Some(outlet.clone());
+        self.legacy.store(true, Ordering::Relaxed);
+        Some((outlet, rx))
+    }
+
+    /// A 2024-11-05 POST's requests, answered on the session's stream.
+    /// `false` if there is no such stream (any more).
+    pub(crate) fn register_legacy(&self, asked: &[Asked]) -> bool {
+        let mut state = self.state.lock().expect("session");
+        let Some(outlet) = state.standalone.clone().filter(|_| !state.ended) else {
+            return false;
+        };
+        let mut waiting = outlet.waiting.lock().expect("outlet");
+        for request in asked {
+            waiting.insert(request.id.clone(), request.cancellable);
+            state.waiting.insert(request.id.clone(), outlet.clone());
+        }
+        true
+    }
+
     /// Sends `lines` to the child, in order. `false` if the session ended.
     pub(crate) async fn send(&self, lines: Vec<Vec<u8>>) -> bool {
         let input = self.input.lock().expect("input").clone();
@@ -590,10 +627,15 @@ impl Session {
                 .push((outlet.clone(), Instant::now() + window));
             return;
         }
+        let legacy_stream = self.legacy.load(Ordering::Relaxed)
+            && state
+                .standalone
+                .as_ref()
+                .is_some_and(|o| Arc::ptr_eq(o, outlet));
         state.unlink(outlet);
         let cancelled = self.cancel_waiting(&mut state, outlet);
         drop(state);
-        if self.ephemeral {
+        if self.ephemeral || legacy_stream {
             self.end();
         }
         let dropped = u64::from(outlet.overflowed());
@@ -664,7 +706,7 @@ impl Session {
                 // A detached stream's answer is kept for its resumption.
                 let detached = outlet.is_closed();
                 let delivered = emit(&mut state, &outlet, message, limit);
-                if done || !delivered {
+                if (done && !outlet.lasting) || !delivered {
                     outlet.close();
                     state.posts.retain(|o| !Arc::ptr_eq(o, &outlet));
                     state.progress.retain(|_, o| !Arc::ptr_eq(o, &outlet));
