@@ -486,7 +486,9 @@ fn old_clients_get_the_http_sse_transport() {
     assert!(endpoint.starts_with("/messages?sessionId="), "{endpoint}");
     let accepted = Request::post(&endpoint, &initialize(1)).send(serve.addr);
     assert_eq!(accepted.status, 202);
-    let init = stream.next_message().expect("initialize answered on the stream");
+    let init = stream
+        .next_message()
+        .expect("initialize answered on the stream");
     assert_eq!(init["result"]["serverInfo"]["name"], "drainpipe-fixture");
     let called = Request::post(&endpoint, &call(2, "slow", json!({"steps": 1}))).send(serve.addr);
     assert_eq!(called.status, 202);
@@ -496,4 +498,37 @@ fn old_clients_get_the_http_sse_transport() {
     serve.wait_children(0, 15);
     let after = Request::post(&endpoint, &call(3, "slow", json!({"steps": 1}))).send(serve.addr);
     assert_eq!(after.status, 404, "the session ended with its stream");
+}
+
+/// --pool keeps children started for stateless requests: each request
+/// takes one (and it ends with the request), the pool is topped up, and
+/// the pool's children end when serve stops.
+#[test]
+fn a_warm_pool_serves_stateless_requests() {
+    let mut serve = Serve::start(&["--pool", "2"], &[]);
+    serve.wait_children(2, 15);
+    let before = serve.children();
+    for id in 1..=3 {
+        let reply = Request::post(
+            "/mcp",
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}),
+        )
+        .with("accept", "application/json")
+        .send(serve.addr);
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.json()["id"], id);
+    }
+    serve.wait_children(2, 15);
+    let after = serve.children();
+    assert!(
+        before.iter().all(|pid| !after.contains(pid)),
+        "each request took a warm child, which ended with it: {before:?} then {after:?}"
+    );
+    procs::signal(serve.child.id(), Signal::SIGTERM);
+    assert_eq!(serve.wait_exit(30), Some(0));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !serve.children().is_empty() {
+        assert!(Instant::now() < deadline, "pooled children outlived serve");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -70,6 +70,11 @@ pub(crate) struct ServeArgs {
     /// child. 0 cancels at once.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     resume_window: Duration,
+    /// Children kept started for stateless (2026-07-28) requests, each
+    /// serving one request without the wait for a child to start; they
+    /// count toward --max-sessions. 0 starts one per request.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pool: usize,
     /// On SIGTERM: how long open requests get to be answered before every
     /// session and its child are ended.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
@@ -158,6 +163,7 @@ pub(crate) fn run(args: ServeArgs) -> i32 {
         session_idle: args.session_idle,
         stream_bytes: args.stream_queue,
         resume_window: args.resume_window,
+        pool: args.pool,
         drain: args.drain,
         guard,
         tls,

@@ -158,7 +158,12 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
         }
         // A request with no session and no initialize: a client that
         // keeps none (2026-07-28). A child serves this POST alone.
-        match sessions.start(stateless || !initialize) {
+        let started = if stateless || !initialize {
+            sessions.take_ephemeral()
+        } else {
+            sessions.start(false)
+        };
+        match started {
             Ok(session) => session,
             Err(Refused::Full) => {
                 let mut response = error_for(

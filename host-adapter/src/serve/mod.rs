@@ -98,6 +98,10 @@ pub struct ServeConfig {
     /// On a stop: how long open requests get to be answered before every
     /// session is ended.
     pub drain: Duration,
+    /// Children started ahead for stateless requests (2026-07-28): each
+    /// serves one request, as one started for it would, without the wait
+    /// for a child to start. They count toward `max_sessions`.
+    pub pool: usize,
     /// Who may call: `Host`, `Origin`, the bearer token.
     pub guard: Guard,
     /// Serve HTTPS with this certificate and key ([`tls_config`]); `None`
@@ -122,6 +126,7 @@ impl Default for ServeConfig {
             keep_alive: Duration::from_secs(15),
             drain: Duration::from_secs(10),
             guard: Guard::loopback(),
+            pool: 0,
             tls: None,
         }
     }
@@ -169,6 +174,7 @@ pub async fn run(
     );
     let connections = CancellationToken::new();
     tasks.spawn(sessions.clone().reap_idle(stop.clone()));
+    sessions.refill();
     loop {
         let (stream, peer) = tokio::select! {
             () = stop.cancelled() => break,

@@ -55,6 +55,8 @@ pub(crate) struct Sessions {
     tasks: TaskTracker,
     on_end: OnEnd,
     map: Mutex<HashMap<String, Arc<Session>>>,
+    /// Children started ahead for stateless requests ([`ServeConfig::pool`]).
+    pool: Mutex<VecDeque<Arc<Session>>>,
     metrics: Mutex<ServeMetrics>,
     /// Set at a stop: no new session.
     draining: AtomicBool,
@@ -83,6 +85,7 @@ impl Sessions {
             tasks,
             on_end,
             map: Mutex::new(HashMap::new()),
+            pool: Mutex::new(VecDeque::new()),
             metrics: Mutex::new(ServeMetrics::default()),
             draining: AtomicBool::new(false),
         })
@@ -175,6 +178,51 @@ impl Sessions {
         Ok(session)
     }
 
+    /// A session for one stateless request: a warm one from the pool if
+    /// there is one (the pool is then topped up), else a new one.
+    pub(crate) fn take_ephemeral(self: &Arc<Self>) -> Result<Arc<Session>, Refused> {
+        if self.draining.load(Ordering::Relaxed) {
+            return Err(Refused::Stopping);
+        }
+        let warm = loop {
+            let Some(session) = self.pool.lock().expect("pool").pop_front() else {
+                break None;
+            };
+            // A pooled child that exited is no use.
+            if !session.closing.is_cancelled() && !session.state.lock().expect("session").ended {
+                break Some(session);
+            }
+        };
+        let session = match warm {
+            Some(session) => session,
+            None => self.start(true)?,
+        };
+        self.refill();
+        Ok(session)
+    }
+
+    /// Starts sessions until the pool holds [`ServeConfig::pool`] (or the
+    /// session limit is reached).
+    pub(crate) fn refill(self: &Arc<Self>) {
+        loop {
+            if self.pool.lock().expect("pool").len() >= self.config.pool {
+                return;
+            }
+            match self.start(true) {
+                Ok(session) => self.pool.lock().expect("pool").push_back(session),
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn pooled(&self, session: &Arc<Session>) -> bool {
+        self.pool
+            .lock()
+            .expect("pool")
+            .iter()
+            .any(|s| Arc::ptr_eq(s, session))
+    }
+
     /// Ends the sessions idle past `session_idle`, until `stop`.
     pub(crate) async fn reap_idle(self: Arc<Self>, stop: CancellationToken) {
         let idle = self.config.session_idle;
@@ -193,7 +241,7 @@ impl Sessions {
                 .collect();
             for session in sessions {
                 session.expire_detached();
-                if session.idle_for() > idle {
+                if session.idle_for() > idle && !self.pooled(&session) {
                     self.sink.line(&format!(
                         "serve: session {} idle for {}s: ended",
                         session.id,
