@@ -1,0 +1,533 @@
+//! `drainpipe serve` to the official SDK clients: the TypeScript SDK 1.x
+//! (`StreamableHTTPClientTransport`) and the Python SDK
+//! (`streamable_http_client`) over HTTP against `serve` in front of
+//! `server-everything` and `server-filesystem` (stdio), every call answering
+//! as it does when the same client runs the same checks over stdio straight
+//! to the same server: tools, resources, prompts, sampling, elicitation and
+//! roots from server to client, progress, logging, cancellation. The
+//! clients DELETE their session at the end; its child must go with it, and
+//! a SIGTERM to serve must leave nothing behind.
+//!
+//! The clients are `tests/peers/node/serve-client.mjs` and
+//! `tests/peers/python/serve_client.py`: each prints one JSON line with
+//! every check it made (`checks`), what must not depend on the transport
+//! (`same`) and what shows the order a peer wrote an object's members in
+//! (`order_sensitive`). Needs `bash tests/peers/setup.sh`; see
+//! `drainpipe_release::peers`.
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use drainpipe_release::http1::Request;
+use drainpipe_release::peers::{self, ClientRun, run_client};
+use drainpipe_release::{drainpipe_binary, procs};
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+
+/// BUG(serve), to enable once fixed: serve parses each message a client
+/// POSTs into a `serde_json::Value` and writes that out again for the child
+/// (`host-adapter/src/serve/http.rs`, `post`: `serde_json::to_vec(m)`), so
+/// the child gets every object's members sorted by name, and numbers
+/// re-spelled (an integer past `u64` becomes a float, its digits lost),
+/// where `drainpipe proxy` passes a client's bytes as they were written.
+/// Seen here: `server-everything` quotes the elicitation answer it got as
+/// JSON text, and over HTTP its members come sorted (`check`, `email`,
+/// `integer`, `name`) instead of in the client's order (`name`, `check`, …).
+/// Set to `true` when serve passes what a client sent as it was sent; until
+/// then the order-sensitive texts are only reported when they differ.
+const SERVE_KEEPS_THE_CLIENTS_BYTES: bool = false;
+
+/// How long one client run may take, HTTP or stdio: a run takes a few
+/// seconds (the long-running call, the wait for a log line), but two
+/// cores shared with a build and a cold Node start are slow.
+const CLIENT_BOUND: u64 = 150;
+
+/// A running `drainpipe serve` in front of a peer server.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+    /// What the server's command line holds (its script), to find its
+    /// processes among serve's descendants.
+    marker: String,
+}
+
+impl Serve {
+    /// `serve --listen 127.0.0.1:0 --grace 1s --metrics json -- <server…>`.
+    fn start(server: &[String], marker: &str) -> Serve {
+        let mut child = Command::new(drainpipe_binary())
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                // A server-everything with a call still running ignores the
+                // end of its stdin: SIGTERM after 1 s, not 5.
+                "--grace",
+                "1s",
+                "--metrics",
+                "json",
+                "--",
+            ])
+            .args(server)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start drainpipe serve");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let lines = BufReader::new(child.stderr.take().expect("stderr"));
+        let kept = stderr.clone();
+        std::thread::spawn(move || {
+            for line in lines.lines() {
+                let Ok(line) = line else { break };
+                {
+                    let mut kept = kept.lock().expect("stderr");
+                    kept.push_str(&line);
+                    kept.push('\n');
+                }
+                if line.contains("listening on")
+                    && let Some(rest) = line.split("://").nth(1)
+                {
+                    let addr = rest.split('/').next().unwrap_or_default().to_string();
+                    let _ = addr_tx.send(addr);
+                }
+            }
+        });
+        let addr = match addr_rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(addr) => addr,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "serve did not say where it listens in 30 s; stderr:\n{}",
+                    stderr.lock().expect("stderr")
+                );
+            }
+        };
+        Serve {
+            child,
+            addr: addr.parse().expect("an address"),
+            stderr,
+            marker: marker.to_string(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().expect("stderr").clone()
+    }
+
+    /// The server processes serve started that still run.
+    fn children(&self) -> Vec<u32> {
+        procs::descendants(self.child.id())
+            .into_iter()
+            .filter(|&pid| procs::stat(pid).is_some_and(|s| s.state != 'Z'))
+            .filter(|&pid| procs::cmdline(pid).contains(&self.marker))
+            .collect()
+    }
+
+    /// Waits until serve runs `count` servers; fails loudly after `secs`.
+    fn wait_children(&self, count: usize, secs: u64, why: &str) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if self.children().len() == count {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!(
+            "{why}: serve runs {} servers, not {count}, after {secs} s: {:?}\nserve's stderr:\n{}",
+            self.children().len(),
+            self.children()
+                .iter()
+                .map(|&pid| procs::cmdline(pid))
+                .collect::<Vec<_>>(),
+            self.stderr()
+        );
+    }
+
+    /// Waits until serve's stderr says `needle`; fails loudly after `secs`.
+    fn wait_stderr(&self, needle: &str, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !self.stderr().contains(needle) {
+            assert!(
+                Instant::now() < deadline,
+                "serve's stderr never said {needle:?} in {secs} s:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// SIGTERM: serve exits 0 within `secs`, and no server of its is left.
+    fn stop(mut self, secs: u64) -> String {
+        procs::signal(self.child.id(), Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "serve did not exit within {secs} s of SIGTERM; stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        };
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "serve's exit; stderr:\n{}",
+            self.stderr()
+        );
+        let stderr = self.stderr();
+        assert!(
+            stderr.contains("serve: stopped after"),
+            "serve says what it did: {stderr}"
+        );
+        stderr
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("serve's stderr:\n{}", self.stderr());
+        }
+        // A failed test leaves nothing running.
+        let children = self.children();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for pid in children {
+            procs::kill_pid(pid);
+        }
+    }
+}
+
+/// The server behind serve, and what its command line holds.
+struct Server {
+    argv: Vec<String>,
+    marker: &'static str,
+}
+
+fn everything(node: &peers::NodePeer) -> Server {
+    Server {
+        argv: node.everything_server(),
+        marker: "server-everything/dist/index.js",
+    }
+}
+
+fn filesystem(node: &peers::NodePeer, dir: &Path) -> Server {
+    Server {
+        argv: node.filesystem_server(dir),
+        marker: "server-filesystem/dist/index.js",
+    }
+}
+
+/// A directory of its own for one test, empty, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("drainpipe-serve-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create the directory");
+        // The server names the directory by its real path.
+        TempDir(dir.canonicalize().expect("canonical"))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs one SDK client's checks (`mode`, `extra` options) over HTTP through
+/// serve in front of `server`, then over stdio straight to `server`; both
+/// runs must pass every check and answer alike. `client` makes the client's
+/// command from its arguments.
+async fn over_http_and_stdio(
+    what: &str,
+    client: impl Fn(&[&str]) -> Command,
+    mode: &str,
+    extra: &[&str],
+    server: &Server,
+) {
+    let serve = Serve::start(&server.argv, server.marker);
+    let url = serve.url();
+    let mut args = vec![mode];
+    args.extend_from_slice(extra);
+    let mut http_args = args.clone();
+    http_args.extend_from_slice(&["--url", &url]);
+    let http = run_client(
+        client(&http_args),
+        CLIENT_BOUND,
+        &format!("{what} over HTTP through serve"),
+    )
+    .await;
+    // The client DELETEd its session: the session ends, and its child (its
+    // stdin closed, --grace 1s, SIGTERM) with it.
+    serve.wait_stderr("ended:", 20);
+    serve.wait_children(0, 20, "after the client's DELETE");
+    http.assert_nothing_left();
+    assert_eq!(http.summary["transport"], "http");
+
+    let mut stdio_args = args.clone();
+    stdio_args.push("--");
+    stdio_args.extend(server.argv.iter().map(String::as_str));
+    let stdio = run_client(
+        client(&stdio_args),
+        CLIENT_BOUND,
+        &format!("{what} over stdio"),
+    )
+    .await;
+    stdio.assert_nothing_left();
+    assert_eq!(stdio.summary["transport"], "stdio");
+
+    assert_agree(what, &http, &stdio);
+
+    // One client, one session: no retry, no second initialize.
+    let stderr = serve.stop(30);
+    assert!(
+        stderr.contains("serve: stopped after 1 sessions (0 refused at the limit, 0 requests refused by the guard"),
+        "{what}: one session, nothing refused: {stderr}"
+    );
+    eprintln!(
+        "{what}: HTTP run {} checks, stdio run {} checks, all passed",
+        http.summary["checks"].as_object().map_or(0, |c| c.len()),
+        stdio.summary["checks"].as_object().map_or(0, |c| c.len()),
+    );
+}
+
+/// Both runs made the same checks (but those of HTTP alone, named `http: …`),
+/// and every answer that must not depend on the transport is the same.
+fn assert_agree(what: &str, http: &ClientRun, stdio: &ClientRun) {
+    let checks = |run: &ClientRun| -> Vec<String> {
+        let mut names: Vec<String> = run.summary["checks"]
+            .as_object()
+            .expect("checks")
+            .keys()
+            .filter(|name| !name.starts_with("http: "))
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        checks(http),
+        checks(stdio),
+        "{what}: the same checks over HTTP and stdio"
+    );
+    let http_same = http.summary["same"].as_object().expect("same");
+    let stdio_same = stdio.summary["same"].as_object().expect("same");
+    let mut keys: Vec<&String> = http_same.keys().chain(stdio_same.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    assert!(keys.len() > 5, "{what}: answers to compare: {keys:?}");
+    for key in keys {
+        assert_eq!(
+            http_same.get(key),
+            stdio_same.get(key),
+            "{what}: `{key}` answers differently over HTTP through serve than over stdio"
+        );
+    }
+    let (http_order, stdio_order) = (
+        &http.summary["order_sensitive"],
+        &stdio.summary["order_sensitive"],
+    );
+    if SERVE_KEEPS_THE_CLIENTS_BYTES {
+        assert_eq!(
+            http_order, stdio_order,
+            "{what}: the server got the client's messages as the client wrote them"
+        );
+    } else if http_order != stdio_order {
+        eprintln!(
+            "note: {what}: known serve bug (SERVE_KEEPS_THE_CLIENTS_BYTES): the server got the client's objects re-ordered over HTTP:\n  http:  {http_order}\n  stdio: {stdio_order}"
+        );
+    }
+}
+
+fn node_client(node: &peers::NodePeer) -> impl Fn(&[&str]) -> Command + '_ {
+    move |args| node.script("serve-client.mjs", args)
+}
+
+fn python_client(python: &peers::PythonPeer) -> impl Fn(&[&str]) -> Command + '_ {
+    move |args| python.script("serve_client.py", args)
+}
+
+/// The TypeScript SDK client against serve in front of server-everything:
+/// tools, echo, progress, sampling, elicitation, roots, logging,
+/// resources, prompts, completion, cancellation; as over stdio.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_through_serve_to_server_everything() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    over_http_and_stdio(
+        "TypeScript SDK, server-everything",
+        node_client(&node),
+        "everything",
+        &[],
+        &everything(&node),
+    )
+    .await;
+}
+
+/// The TypeScript SDK client against serve in front of server-filesystem:
+/// files written, read, listed and searched; the roots the server asks for
+/// after initialize and again after the client's roots/list_changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_sdk_through_serve_to_server_filesystem() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let dir = TempDir::new("ts-fs");
+    let path = dir.0.display().to_string();
+    over_http_and_stdio(
+        "TypeScript SDK, server-filesystem",
+        node_client(&node),
+        "filesystem",
+        &["--dir", &path],
+        &filesystem(&node, &dir.0),
+    )
+    .await;
+}
+
+/// The Python SDK client against serve in front of server-everything:
+/// tools, echo, progress, sampling, elicitation, roots, logging,
+/// resources, prompts, cancellation; as over stdio.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_through_serve_to_server_everything() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(python) = peers::gate("the Python peer", peers::python()) else {
+        return;
+    };
+    over_http_and_stdio(
+        "Python SDK, server-everything",
+        python_client(&python),
+        "everything",
+        &[],
+        &everything(&node),
+    )
+    .await;
+}
+
+/// The Python SDK client against serve in front of server-filesystem.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_through_serve_to_server_filesystem() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(python) = peers::gate("the Python peer", peers::python()) else {
+        return;
+    };
+    let dir = TempDir::new("py-fs");
+    let path = dir.0.display().to_string();
+    over_http_and_stdio(
+        "Python SDK, server-filesystem",
+        python_client(&python),
+        "filesystem",
+        &["--dir", &path],
+        &filesystem(&node, &dir.0),
+    )
+    .await;
+}
+
+/// BUG(serve), to enable once fixed (remove the `ignore`): a request the
+/// client cancels with `notifications/cancelled` stays awaited. The server
+/// must not answer a cancelled request (server-everything's does not), so
+/// serve keeps its POST stream open for good (the SDK clients never close
+/// it), keeps the session from ever being idle (`--session-idle` does not
+/// end it), and makes a SIGTERM wait the whole `--drain` for that answer,
+/// then sends the client a server-gone error for the request it cancelled.
+/// Expected: once the cancellation is passed to the child, serve stops
+/// waiting for that request, and its stream ends when nothing else waits.
+#[test]
+#[ignore = "serve bug: a request the client cancelled stays awaited (see the comment)"]
+fn a_request_the_client_cancels_is_no_longer_awaited() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let server = everything(&node);
+    let serve = Serve::start(&server.argv, server.marker);
+    let post = |session: Option<&str>, body: &Value| {
+        let mut request = Request::post("/mcp", body);
+        if let Some(session) = session {
+            request = request.with("mcp-session-id", session);
+        }
+        request.send(serve.addr)
+    };
+    let init = post(
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "serve-test", "version": "0"}}}),
+    );
+    assert_eq!(init.status, 200);
+    let session = init
+        .header("mcp-session-id")
+        .expect("a session")
+        .to_string();
+    let notified = post(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(notified.status, 202);
+
+    let mut open = Request::post(
+        "/mcp",
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "trigger-long-running-operation",
+            "arguments": {"duration": 20, "steps": 20}}}),
+    )
+    .with("mcp-session-id", session.clone())
+    .open(serve.addr);
+    assert_eq!(open.status, 200);
+    open.next_event().expect("the priming event");
+    let cancelled = post(
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 2, "reason": "the user cancelled"}}),
+    );
+    assert_eq!(cancelled.status, 202);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        while let Some(event) = open.next_event() {
+            rest.push(event.data);
+        }
+        let _ = tx.send(rest);
+    });
+    let rest = rx.recv_timeout(Duration::from_secs(5)).unwrap_or_else(|_| {
+        panic!(
+            "the cancelled request's stream is still open 5 s after the cancellation; stderr:\n{}",
+            serve.stderr()
+        )
+    });
+    assert!(
+        rest.iter()
+            .all(|data| !data.contains("\"id\":2") || !data.contains("error")),
+        "no error is sent for the request the client cancelled: {rest:?}"
+    );
+    // Nothing is waited for: a stop is prompt, whatever --drain says.
+    let started = Instant::now();
+    serve.stop(8);
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the stop waited for the cancelled request"
+    );
+}
