@@ -16,6 +16,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
@@ -125,7 +126,7 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
             "Not Acceptable: Accept must include application/json or text/event-stream",
         );
     }
-    let (batch, messages) = match read_messages(request, &config).await {
+    let (batch, messages, lines) = match read_messages(request, &config).await {
         Ok(read) => read,
         Err(response) => return *response,
     };
@@ -209,7 +210,6 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
         }
     };
     let asked = asked(&messages);
-    let lines = lines(&messages);
     if asked.is_empty() {
         // Notifications and the client's answers: accepted once queued.
         return if session.send(lines).await {
@@ -303,13 +303,16 @@ fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
         .expect("a response")
 }
 
-/// A POST's body as JSON-RPC messages (one, or a batch), or the response
-/// refusing it. The transport limit holds for a body as for a line: over
-/// it, the body is refused before it is read whole, never parsed.
+/// A POST's body as JSON-RPC messages (one, or a batch), each parsed and
+/// as the line the child reads: the bytes the client sent, line ends
+/// (whitespace in JSON) made spaces, so the child gets the client's own
+/// key order and numbers. Or the response refusing the body. The transport
+/// limit holds for a body as for a line: over it, the body is refused
+/// before it is read whole, never parsed.
 pub(super) async fn read_messages(
     request: Request<Incoming>,
     config: &super::ServeConfig,
-) -> Result<(bool, Vec<Value>), Box<Response<Body>>> {
+) -> Result<(bool, Vec<Value>, Vec<Vec<u8>>), Box<Response<Body>>> {
     let limit = config.proxy.framer.max_frame_bytes();
     let declared = request
         .headers()
@@ -333,32 +336,52 @@ pub(super) async fn read_messages(
             );
         }
     };
-    let Ok(parsed) = serde_json::from_slice::<Value>(&body) else {
-        return refuse(
+    let not_json = || {
+        refuse(
             StatusCode::BAD_REQUEST,
             PARSE_ERROR,
             "Parse error: the body is not JSON",
-        );
+        )
     };
-    let (batch, messages) = match parsed {
-        Value::Array(messages) if !messages.is_empty() => (true, messages),
-        message @ Value::Object(_) => (false, vec![message]),
-        _ => {
+    let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let raws: Vec<Box<RawValue>> = if batch {
+        match serde_json::from_slice(&body) {
+            Ok(raws) => raws,
+            Err(_) => return not_json(),
+        }
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(raw) => vec![raw],
+            Err(_) => return not_json(),
+        }
+    };
+    let mut messages = Vec::with_capacity(raws.len());
+    let mut lines = Vec::with_capacity(raws.len());
+    for raw in &raws {
+        let Ok(message @ Value::Object(_)) = serde_json::from_str::<Value>(raw.get()) else {
             return refuse(
                 StatusCode::BAD_REQUEST,
                 INVALID_REQUEST,
-                "Invalid Request: a JSON-RPC message or a batch of them",
+                "Invalid Request: every message is a JSON object",
             );
+        };
+        messages.push(message);
+        let mut line = raw.get().as_bytes().to_vec();
+        for b in &mut line {
+            if *b == b'\n' || *b == b'\r' {
+                *b = b' ';
+            }
         }
-    };
-    if messages.iter().any(|m| !m.is_object()) {
+        lines.push(line);
+    }
+    if messages.is_empty() {
         return refuse(
             StatusCode::BAD_REQUEST,
             INVALID_REQUEST,
-            "Invalid Request: every message is a JSON object",
+            "Invalid Request: a JSON-RPC message or a batch of them",
         );
     }
-    Ok((batch, messages))
+    Ok((batch, messages, lines))
 }
 
 /// The requests among `messages`: their ids, whether each may be
@@ -376,14 +399,6 @@ pub(super) fn asked(messages: &[Value]) -> Vec<Asked> {
                 progress: m.pointer("/params/_meta/progressToken").map(normalise),
             })
         })
-        .collect()
-}
-
-/// Each message as the line the child reads.
-pub(super) fn lines(messages: &[Value]) -> Vec<Vec<u8>> {
-    messages
-        .iter()
-        .map(|m| serde_json::to_vec(m).expect("a parsed value serialises"))
         .collect()
 }
 

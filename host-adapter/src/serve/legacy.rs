@@ -81,7 +81,7 @@ pub(crate) async fn message(request: Request<Incoming>, sessions: Arc<Sessions>)
         );
     };
     let config = sessions.config.clone();
-    let (_, messages) = match read_messages(request, &config).await {
+    let (_, messages, lines) = match read_messages(request, &config).await {
         Ok(read) => read,
         Err(response) => return *response,
     };
@@ -93,7 +93,7 @@ pub(crate) async fn message(request: Request<Incoming>, sessions: Arc<Sessions>)
             "Session not found: its stream ended",
         );
     }
-    if !session.send(super::http::lines(&messages)).await {
+    if !session.send(lines).await {
         return error(StatusCode::NOT_FOUND, -32001, "Session not found: it ended");
     }
     Response::builder()
