@@ -30,19 +30,6 @@ use drainpipe_release::{drainpipe_binary, procs};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 
-/// BUG(serve), to enable once fixed: serve parses each message a client
-/// POSTs into a `serde_json::Value` and writes that out again for the child
-/// (`host-adapter/src/serve/http.rs`, `post`: `serde_json::to_vec(m)`), so
-/// the child gets every object's members sorted by name, and numbers
-/// re-spelled (an integer past `u64` becomes a float, its digits lost),
-/// where `drainpipe proxy` passes a client's bytes as they were written.
-/// Seen here: `server-everything` quotes the elicitation answer it got as
-/// JSON text, and over HTTP its members come sorted (`check`, `email`,
-/// `integer`, `name`) instead of in the client's order (`name`, `check`, …).
-/// Set to `true` when serve passes what a client sent as it was sent; until
-/// then the order-sensitive texts are only reported when they differ.
-const SERVE_KEEPS_THE_CLIENTS_BYTES: bool = false;
-
 /// How long one client run may take, HTTP or stdio: a run takes a few
 /// seconds (the long-running call, the wait for a log line), but two
 /// cores shared with a build and a cold Node start are slow.
@@ -347,16 +334,11 @@ fn assert_agree(what: &str, http: &ClientRun, stdio: &ClientRun) {
         &http.summary["order_sensitive"],
         &stdio.summary["order_sensitive"],
     );
-    if SERVE_KEEPS_THE_CLIENTS_BYTES {
-        assert_eq!(
-            http_order, stdio_order,
-            "{what}: the server got the client's messages as the client wrote them"
-        );
-    } else if http_order != stdio_order {
-        eprintln!(
-            "note: {what}: known serve bug (SERVE_KEEPS_THE_CLIENTS_BYTES): the server got the client's objects re-ordered over HTTP:\n  http:  {http_order}\n  stdio: {stdio_order}"
-        );
-    }
+    // serve passes the client's bytes on as written (key order, numbers).
+    assert_eq!(
+        http_order, stdio_order,
+        "{what}: the server got the client's messages as the client wrote them"
+    );
 }
 
 fn node_client(node: &peers::NodePeer) -> impl Fn(&[&str]) -> Command + '_ {
@@ -447,17 +429,12 @@ async fn python_sdk_through_serve_to_server_filesystem() {
     .await;
 }
 
-/// BUG(serve), to enable once fixed (remove the `ignore`): a request the
-/// client cancels with `notifications/cancelled` stays awaited. The server
-/// must not answer a cancelled request (server-everything's does not), so
-/// serve keeps its POST stream open for good (the SDK clients never close
-/// it), keeps the session from ever being idle (`--session-idle` does not
-/// end it), and makes a SIGTERM wait the whole `--drain` for that answer,
-/// then sends the client a server-gone error for the request it cancelled.
-/// Expected: once the cancellation is passed to the child, serve stops
-/// waiting for that request, and its stream ends when nothing else waits.
+/// A request the client cancels with `notifications/cancelled` is no
+/// longer awaited: the server must not answer it (server-everything's does
+/// not), so were it awaited its POST stream would stay open for good, the
+/// session would never be idle, and a SIGTERM would wait the whole
+/// `--drain` and then send the client an error for what it cancelled.
 #[test]
-#[ignore = "serve bug: a request the client cancelled stays awaited (see the comment)"]
 fn a_request_the_client_cancels_is_no_longer_awaited() {
     let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
         return;

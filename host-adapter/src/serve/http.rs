@@ -210,6 +210,15 @@ async fn post(request: Request<Incoming>, sessions: Arc<Sessions>) -> Response<B
         }
     };
     let asked = asked(&messages);
+    // The requests the client cancels: no answer is owed for them (the
+    // server must not send one), so nothing waits for one.
+    for cancelled in messages
+        .iter()
+        .filter(|m| m.get("method").and_then(Value::as_str) == Some("notifications/cancelled"))
+        .filter_map(|m| m.pointer("/params/requestId"))
+    {
+        session.forget(&normalise(cancelled));
+    }
     if asked.is_empty() {
         // Notifications and the client's answers: accepted once queued.
         return if session.send(lines).await {

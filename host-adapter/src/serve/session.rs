@@ -621,6 +621,24 @@ impl Session {
         true
     }
 
+    /// Stops waiting for the request `id` (its client cancelled it): a late
+    /// answer is dropped, and a stream left waiting for nothing ends.
+    pub(crate) fn forget(&self, id: &str) {
+        let mut state = self.state.lock().expect("session");
+        let Some(outlet) = state.waiting.remove(id) else {
+            return;
+        };
+        let done = {
+            let mut waiting = outlet.waiting.lock().expect("outlet");
+            waiting.remove(id);
+            waiting.is_empty()
+        };
+        if done && !outlet.lasting {
+            outlet.close();
+            state.unlink(&outlet);
+        }
+    }
+
     /// Sends `lines` to the child, in order. `false` if the session ended.
     pub(crate) async fn send(&self, lines: Vec<Vec<u8>>) -> bool {
         let input = self.input.lock().expect("input").clone();
