@@ -88,46 +88,51 @@ struct Relay {
     vanished: Arc<AtomicBool>,
 }
 
-fn relay(to: std::net::SocketAddr, held: Arc<Mutex<Vec<TcpStream>>>) -> Relay {
+fn relay(to: std::net::SocketAddr, held: Arc<Mutex<Vec<Arc<TcpStream>>>>) -> Relay {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind the relay");
+    listener.set_nonblocking(true).expect("nonblocking");
     let addr = listener.local_addr().expect("address");
     let vanished = Arc::new(AtomicBool::new(false));
     let stop = vanished.clone();
     std::thread::spawn(move || {
-        for client in listener.incoming() {
-            let Ok(client) = client else { return };
-            let server = TcpStream::connect(to).expect("connect to serve");
-            // Held open to the end of the test, whatever happens.
-            held.lock()
-                .unwrap()
-                .push(server.try_clone().expect("clone"));
-            for (mut from, mut to) in [
-                (
-                    client.try_clone().expect("clone"),
-                    server.try_clone().expect("clone"),
-                ),
-                (server, client),
+        // Until the client vanishes: once it has, nothing more connects,
+        // and the listener closes.
+        while !stop.load(Ordering::Relaxed) {
+            let client = match listener.accept() {
+                Ok((client, _)) => client,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    continue;
+                }
+                Err(_) => return,
+            };
+            client.set_nonblocking(false).expect("blocking");
+            let server = Arc::new(TcpStream::connect(to).expect("connect to serve"));
+            let client = Arc::new(client);
+            for (from, into, serve_side) in [
+                (client.clone(), server.clone(), server.clone()),
+                (server.clone(), client.clone(), server.clone()),
             ] {
-                let stop = stop.clone();
+                let (stop, held) = (stop.clone(), held.clone());
                 from.set_read_timeout(Some(Duration::from_millis(50)))
                     .expect("timeout");
                 std::thread::spawn(move || {
                     let mut buf = [0u8; 16 << 10];
                     loop {
                         if stop.load(Ordering::Relaxed) {
-                            // Silence: no byte, no FIN; the sockets stay
-                            // open until the test ends.
-                            std::mem::forget(from);
-                            std::mem::forget(to);
+                            // Silence: no byte and no FIN reach serve; its
+                            // socket stays open until the test ends. The
+                            // client's side is let go.
+                            held.lock().unwrap().push(serve_side);
                             return;
                         }
-                        match from.read(&mut buf) {
+                        match (&*from).read(&mut buf) {
                             Ok(0) => {
-                                let _ = to.shutdown(std::net::Shutdown::Write);
+                                let _ = into.shutdown(std::net::Shutdown::Write);
                                 return;
                             }
                             Ok(n) => {
-                                if to.write_all(&buf[..n]).is_err() {
+                                if (&*into).write_all(&buf[..n]).is_err() {
                                     return;
                                 }
                             }
@@ -147,7 +152,7 @@ fn relay(to: std::net::SocketAddr, held: Arc<Mutex<Vec<TcpStream>>>) -> Relay {
 }
 
 /// A client whose network vanished mid-call: no FIN ever reaches serve.
-fn vanished(serve: &Serve, held: &Arc<Mutex<Vec<TcpStream>>>) {
+fn vanished(serve: &Serve, held: &Arc<Mutex<Vec<Arc<TcpStream>>>>) {
     let relay = relay(serve.addr, held.clone());
     let reply = Request::post("/mcp", &initialize(1)).send(relay.addr);
     assert_eq!(reply.status, 200);
@@ -198,11 +203,16 @@ fn churn_leaves_no_child_and_no_memory() {
         &[],
     );
     // The baseline: serve after ten sessions came and went.
+    let warming = Instant::now();
     for _ in 0..10 {
         deleted(&serve);
     }
     serve.wait_children(0, 30);
     let baseline = rss_kib(serve.child.id());
+    eprintln!(
+        "churn: warmed up in {:.1}s",
+        warming.elapsed().as_secs_f64()
+    );
 
     let held = Arc::new(Mutex::new(Vec::new()));
     let next = AtomicUsize::new(0);
@@ -238,12 +248,14 @@ fn churn_leaves_no_child_and_no_memory() {
     let churned = started.elapsed();
     // Every session ends: killed and vanished ones by their idle timeout
     // once their call is over, the rest by DELETE.
+    let draining = Instant::now();
     serve.wait_children(0, 60);
     let after = rss_kib(serve.child.id());
     eprintln!(
         "churn: {sessions} sessions in {:.1}s (a third killed, a third vanished, a third deleted), \
-         at most {peak_children} children at once, none left; serve's RSS {baseline} KiB before, {after} KiB after",
-        churned.as_secs_f64()
+         at most {peak_children} children at once, none left {:.1}s later; serve's RSS {baseline} KiB before, {after} KiB after",
+        churned.as_secs_f64(),
+        draining.elapsed().as_secs_f64()
     );
     assert!(
         !serve.stderr().contains("panicked"),
@@ -257,5 +269,8 @@ fn churn_leaves_no_child_and_no_memory() {
         after <= baseline + 32 * 1024,
         "serve's RSS grew from {baseline} KiB to {after} KiB over {sessions} sessions"
     );
+    let ending = Instant::now();
     drop(held);
+    drop(serve);
+    eprintln!("churn: ended in {:.1}s", ending.elapsed().as_secs_f64());
 }
