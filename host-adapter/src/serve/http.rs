@@ -13,7 +13,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -29,6 +29,9 @@ pub(super) type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
+/// The longest a client may take to send a request's head.
+const HEAD_BOUND: Duration = Duration::from_secs(30);
+
 /// How long a connection gets to finish its responses once the server
 /// stops (its sessions are ended by then, so its streams end too).
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -41,11 +44,25 @@ pub(crate) async fn connection(
     sessions: Arc<Sessions>,
     stop: CancellationToken,
 ) {
+    let keep_alive = sessions.config.keep_alive;
     let service = service_fn(move |request| {
         let sessions = sessions.clone();
         async move { Ok::<_, Infallible>(handle(request, sessions).await) }
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A client that opens a connection and never finishes a request's head
+    // (slowloris) is closed after HEAD_BOUND; an HTTP/2 peer that stops
+    // answering pings is dropped (its streams end, their requests are
+    // cancelled) instead of holding the connection for good.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_BOUND);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(keep_alive)
+        .keep_alive_timeout(keep_alive + Duration::from_secs(5));
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
     tokio::select! {
