@@ -28,6 +28,9 @@ pub const OVER_BUDGET: i64 = -31003;
 /// A request the proxy cannot take now (too many of its kind waiting); the
 /// host may try again.
 pub const SERVER_BUSY: i64 = -31004;
+/// An answer its client did not read in time: `serve` queued as much for
+/// that client's stream as it may hold, and the answer was dropped.
+pub const UNREAD: i64 = -31005;
 /// JSON-RPC's own code for an unparseable message.
 pub const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC's own code for a message that is not a valid request (here: a
@@ -44,6 +47,7 @@ pub fn reason(code: i64) -> Option<&'static str> {
         SERVER_GONE => "server-gone",
         OVER_BUDGET => "over-budget",
         SERVER_BUSY => "busy",
+        UNREAD => "unread",
         _ => return None,
     })
 }

@@ -72,7 +72,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use crate::metrics::{DirectionMetrics, ProxyMetrics};
 pub use crate::pipe::jsonrpc::{
-    INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE, reason,
+    INVALID_REQUEST, OVER_BUDGET, PARSE_ERROR, SERVER_BUSY, SERVER_GONE, TOO_LARGE, UNREAD, reason,
 };
 pub use crate::pipe::sink::{SinkCloser, StderrSink};
 pub use host::{HostStdin, HostStdout};

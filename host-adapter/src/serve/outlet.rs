@@ -125,6 +125,15 @@ impl Outlet {
         true
     }
 
+    /// Queues `item` whatever the stream holds (a small error in place of
+    /// an answer it had no room for), unless the stream is closed.
+    pub(crate) fn force(&self, item: Item) {
+        if let Some(tx) = self.tx.lock().expect("outlet").as_ref() {
+            self.queued.fetch_add(item.len(), Ordering::Relaxed);
+            let _ = tx.send(item);
+        }
+    }
+
     /// No more messages: the body ends once it has sent what is queued.
     pub(crate) fn close(&self) {
         self.tx.lock().expect("outlet").take();

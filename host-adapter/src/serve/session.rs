@@ -35,7 +35,7 @@ use tokio_util::task::TaskTracker;
 
 use super::outlet::{Item, Outlet};
 use super::{CommandFactory, ServeConfig, ServeMetrics};
-use crate::proxy::{self, INVALID_REQUEST, ProxyOutcome, SERVER_GONE, StderrSink};
+use crate::proxy::{self, INVALID_REQUEST, ProxyOutcome, SERVER_GONE, StderrSink, UNREAD};
 
 /// Called when a session has ended, with its id and how its engine ended.
 pub type OnEnd = Arc<dyn Fn(&str, &io::Result<ProxyOutcome>) + Send + Sync>;
@@ -772,6 +772,20 @@ impl Session {
                 // A detached stream's answer is kept for its resumption.
                 let detached = outlet.is_closed();
                 let delivered = emit(&mut state, &outlet, message, limit);
+                if !delivered && !detached {
+                    // Its client did not read: it gets a short error for
+                    // this request instead of a stream that just ends.
+                    let line = crate::pipe::jsonrpc::error_line(
+                        id.as_bytes(),
+                        UNREAD,
+                        "the answer was dropped: this client did not read its stream (past serve's --stream-queue)",
+                    );
+                    let bytes = Bytes::copy_from_slice(trim_newline(&line));
+                    let event = outlet
+                        .events
+                        .then(|| state.record(outlet.stream, bytes.clone(), limit));
+                    outlet.force(Item::Message { event, bytes });
+                }
                 if (done && !outlet.lasting) || !delivered {
                     outlet.close();
                     state.posts.retain(|o| !Arc::ptr_eq(o, &outlet));
