@@ -532,3 +532,64 @@ fn a_warm_pool_serves_stateless_requests() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A Python SDK client stopped (SIGSTOP) mid-answer: the child works on
+/// to the end, another session keeps answering, and once the client runs
+/// again (SIGCONT) its request ends (its answer, or the `unread` error when
+/// the answer found no room: the kernel's socket buffers, up to tens of
+/// MB on loopback, decide which) and its session answers the next one.
+#[test]
+fn a_stopped_client_loses_only_its_own_answer() {
+    use drainpipe_release::peers;
+    let Some(python) = peers::gate("the Python peer", peers::python()) else {
+        return;
+    };
+    let serve = Serve::start(&["--stream-queue", "64KiB"], &[]);
+    let other = serve.initialize();
+    let url = format!("http://{}/mcp", serve.addr);
+    let mut client = python
+        .script("stopped_client.py", &[&url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the Python client");
+    let stdout = BufReader::new(client.stdout.take().expect("stdout"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = |what: &str| -> Value {
+        let line = rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("the Python client never said {what}"));
+        serde_json::from_str(&line).expect("a JSON line")
+    };
+    assert_eq!(line("it was calling")["step"], "calling");
+    std::thread::sleep(Duration::from_millis(100));
+    procs::signal(client.id(), Signal::SIGSTOP);
+    // The child finishes its work while its client is stopped...
+    serve.wait_stderr("finished 3000 steps", 120);
+    // ... and another session is not held up by the stopped one.
+    for id in 10..20 {
+        let started = Instant::now();
+        let reply = serve.post(Some(&other), &call(id, "slow", json!({"steps": 1})));
+        assert_eq!(reply.events().last().unwrap()["id"], id);
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the other session stalled"
+        );
+    }
+    procs::signal(client.id(), Signal::SIGCONT);
+    let outcome = line("how its call ended");
+    assert!(
+        outcome["call"] == "answered"
+            || (outcome["call"] == "error" && outcome["code"] == drainpipe_host::proxy::UNREAD),
+        "{outcome}"
+    );
+    let second = line("how the next call ended");
+    assert_eq!(second["second"], "answered", "{second}");
+    let status = client.wait().expect("the client ends");
+    assert!(status.success(), "the Python client failed: {status}");
+}
