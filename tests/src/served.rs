@@ -13,13 +13,16 @@ use serde_json::{Value, json};
 use crate::http1::{Open, Reply, Request};
 use crate::{drainpipe_binary, fixture_binary, procs};
 
-/// A running `drainpipe serve` in front of the fixture.
+/// A running `drainpipe serve` in front of the fixture or a peer server.
 pub struct Serve {
     /// The serve process.
     pub child: Child,
     /// Where it listens.
     pub addr: SocketAddr,
     stderr: Arc<Mutex<String>>,
+    /// What the server's command line holds, to find its processes among
+    /// serve's descendants.
+    marker: String,
 }
 
 impl Serve {
@@ -30,13 +33,20 @@ impl Serve {
 
     /// As [`Serve::start`], with `env` set for serve.
     pub fn start_with(args: &[&str], fixture: &[&str], env: &[(&str, &str)]) -> Serve {
+        let mut server = vec![fixture_binary().display().to_string()];
+        server.extend(fixture.iter().map(|s| s.to_string()));
+        Self::spawn(args, &server, "drainpipe-fixture", env)
+    }
+
+    /// `serve --listen 127.0.0.1:0 <args> -- <server…>`; `marker` is what
+    /// the server's command line holds.
+    pub fn spawn(args: &[&str], server: &[String], marker: &str, env: &[(&str, &str)]) -> Serve {
         let mut command = Command::new(drainpipe_binary());
         command
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .arg("--")
-            .arg(fixture_binary())
-            .args(fixture)
+            .args(server)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -74,6 +84,7 @@ impl Serve {
             child,
             addr: addr.parse().expect("an address"),
             stderr,
+            marker: marker.to_string(),
         }
     }
 
@@ -97,12 +108,34 @@ impl Serve {
         );
     }
 
-    /// The fixture processes serve has started and that still run.
+    /// The server processes serve has started and that still run.
     pub fn children(&self) -> Vec<u32> {
         procs::descendants(self.child.id())
             .into_iter()
-            .filter(|&pid| procs::cmdline(pid).contains("drainpipe-fixture"))
+            .filter(|&pid| procs::stat(pid).is_some_and(|s| s.state != 'Z'))
+            .filter(|&pid| procs::cmdline(pid).contains(&self.marker))
             .collect()
+    }
+
+    /// The MCP endpoint's URL.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// SIGTERM: serve exits 0 within `secs`, and every server it ran is
+    /// gone (found before the signal: once serve is gone, they would no
+    /// longer be its descendants). Its stderr.
+    pub fn stop(mut self, secs: u64) -> String {
+        let children = self.children();
+        crate::procs::signal(self.child.id(), nix::sys::signal::Signal::SIGTERM);
+        assert_eq!(
+            self.wait_exit(secs),
+            Some(0),
+            "serve's exit; stderr:\n{}",
+            self.stderr()
+        );
+        wait_gone(&children, 10);
+        self.stderr()
     }
 
     /// Waits until serve runs `count` fixtures; fails loudly after `secs`.
@@ -166,8 +199,27 @@ impl Serve {
     }
 }
 
+/// Waits until none of `pids` runs (zombies aside); fails loudly after
+/// `secs`.
+pub fn wait_gone(pids: &[u32], secs: u64) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while pids
+        .iter()
+        .any(|&pid| procs::stat(pid).is_some_and(|s| s.state != 'Z'))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "these processes outlived serve: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 impl Drop for Serve {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("serve's stderr:\n{}", self.stderr());
+        }
         // A failed test leaves nothing running.
         let children = self.children();
         let _ = self.child.kill();

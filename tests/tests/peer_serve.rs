@@ -17,17 +17,13 @@
 
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use drainpipe_release::http1::Request;
 use drainpipe_release::peers::{self, ClientRun, run_client};
-use drainpipe_release::{drainpipe_binary, procs};
-use nix::sys::signal::Signal;
+use drainpipe_release::served::Serve;
 use serde_json::{Value, json};
 
 /// How long one client run may take, HTTP or stdio: a run takes a few
@@ -35,170 +31,16 @@ use serde_json::{Value, json};
 /// cores shared with a build and a cold Node start are slow.
 const CLIENT_BOUND: u64 = 150;
 
-/// A running `drainpipe serve` in front of a peer server.
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
-    stderr: Arc<Mutex<String>>,
-    /// What the server's command line holds (its script), to find its
-    /// processes among serve's descendants.
-    marker: String,
-}
-
-impl Serve {
-    /// `serve --listen 127.0.0.1:0 --grace 1s --metrics json -- <server…>`.
-    fn start(server: &[String], marker: &str) -> Serve {
-        let mut child = Command::new(drainpipe_binary())
-            .args([
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                // A server-everything with a call still running ignores the
-                // end of its stdin: SIGTERM after 1 s, not 5.
-                "--grace",
-                "1s",
-                "--metrics",
-                "json",
-                "--",
-            ])
-            .args(server)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start drainpipe serve");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let lines = BufReader::new(child.stderr.take().expect("stderr"));
-        let kept = stderr.clone();
-        std::thread::spawn(move || {
-            for line in lines.lines() {
-                let Ok(line) = line else { break };
-                {
-                    let mut kept = kept.lock().expect("stderr");
-                    kept.push_str(&line);
-                    kept.push('\n');
-                }
-                if line.contains("listening on")
-                    && let Some(rest) = line.split("://").nth(1)
-                {
-                    let addr = rest.split('/').next().unwrap_or_default().to_string();
-                    let _ = addr_tx.send(addr);
-                }
-            }
-        });
-        let addr = match addr_rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(addr) => addr,
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "serve did not say where it listens in 30 s; stderr:\n{}",
-                    stderr.lock().expect("stderr")
-                );
-            }
-        };
-        Serve {
-            child,
-            addr: addr.parse().expect("an address"),
-            stderr,
-            marker: marker.to_string(),
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().expect("stderr").clone()
-    }
-
-    /// The server processes serve started that still run.
-    fn children(&self) -> Vec<u32> {
-        procs::descendants(self.child.id())
-            .into_iter()
-            .filter(|&pid| procs::stat(pid).is_some_and(|s| s.state != 'Z'))
-            .filter(|&pid| procs::cmdline(pid).contains(&self.marker))
-            .collect()
-    }
-
-    /// Waits until serve runs `count` servers; fails loudly after `secs`.
-    fn wait_children(&self, count: usize, secs: u64, why: &str) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        while Instant::now() < deadline {
-            if self.children().len() == count {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!(
-            "{why}: serve runs {} servers, not {count}, after {secs} s: {:?}\nserve's stderr:\n{}",
-            self.children().len(),
-            self.children()
-                .iter()
-                .map(|&pid| procs::cmdline(pid))
-                .collect::<Vec<_>>(),
-            self.stderr()
-        );
-    }
-
-    /// Waits until serve's stderr says `needle`; fails loudly after `secs`.
-    fn wait_stderr(&self, needle: &str, secs: u64) {
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        while !self.stderr().contains(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "serve's stderr never said {needle:?} in {secs} s:\n{}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-
-    /// SIGTERM: serve exits 0 within `secs`, and no server of its is left.
-    fn stop(mut self, secs: u64) -> String {
-        procs::signal(self.child.id(), Signal::SIGTERM);
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "serve did not exit within {secs} s of SIGTERM; stderr:\n{}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        };
-        assert_eq!(
-            status.code(),
-            Some(0),
-            "serve's exit; stderr:\n{}",
-            self.stderr()
-        );
-        let stderr = self.stderr();
-        assert!(
-            stderr.contains("serve: stopped after"),
-            "serve says what it did: {stderr}"
-        );
-        stderr
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("serve's stderr:\n{}", self.stderr());
-        }
-        // A failed test leaves nothing running.
-        let children = self.children();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        for pid in children {
-            procs::kill_pid(pid);
-        }
-    }
+/// `serve --grace 1s --metrics json -- <server…>`: a server-everything
+/// with a call still running ignores the end of its stdin, so SIGTERM
+/// after 1 s, not 5; the metrics say when a session ended.
+fn serve(server: &Server) -> Serve {
+    Serve::spawn(
+        &["--grace", "1s", "--metrics", "json"],
+        &server.argv,
+        server.marker,
+        &[],
+    )
 }
 
 /// The server behind serve, and what its command line holds.
@@ -252,7 +94,7 @@ async fn over_http_and_stdio(
     extra: &[&str],
     server: &Server,
 ) {
-    let serve = Serve::start(&server.argv, server.marker);
+    let serve = serve(server);
     let url = serve.url();
     let mut args = vec![mode];
     args.extend_from_slice(extra);
@@ -267,7 +109,7 @@ async fn over_http_and_stdio(
     // The client DELETEd its session: the session ends, and its child (its
     // stdin closed, --grace 1s, SIGTERM) with it.
     serve.wait_stderr("ended:", 20);
-    serve.wait_children(0, 20, "after the client's DELETE");
+    serve.wait_children(0, 20);
     http.assert_nothing_left();
     assert_eq!(http.summary["transport"], "http");
 
@@ -440,7 +282,7 @@ fn a_request_the_client_cancels_is_no_longer_awaited() {
         return;
     };
     let server = everything(&node);
-    let serve = Serve::start(&server.argv, server.marker);
+    let serve = serve(&server);
     let post = |session: Option<&str>, body: &Value| {
         let mut request = Request::post("/mcp", body);
         if let Some(session) = session {

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use drainpipe_release::http1::Request;
-use drainpipe_release::served::{Serve, answer_of, call, initialize};
+use drainpipe_release::served::{Serve, answer_of, call, initialize, wait_gone};
 use drainpipe_release::{drainpipe_binary, fixture_binary, procs};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
@@ -370,6 +370,7 @@ fn sigterm_drains_then_ends_every_child() {
     .with("mcp-session-id", busy)
     .open(serve.addr);
     open.next_event().expect("the priming event");
+    let children = serve.children();
     procs::signal(serve.child.id(), Signal::SIGTERM);
     let answer = answer_of(&mut open);
     assert_eq!(answer["id"], 3);
@@ -378,11 +379,8 @@ fn sigterm_drains_then_ends_every_child() {
         "the call in flight completes: {answer}"
     );
     assert_eq!(serve.wait_exit(30), Some(0));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !serve.children().is_empty() {
-        assert!(Instant::now() < deadline, "children outlived serve");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // (Found before the signal: gone, they are no longer serve's.)
+    wait_gone(&children, 10);
 }
 
 /// SIGKILL to serve: its orphan guard ends every child it started.
@@ -505,7 +503,7 @@ fn old_clients_get_the_http_sse_transport() {
 /// the pool's children end when serve stops.
 #[test]
 fn a_warm_pool_serves_stateless_requests() {
-    let mut serve = Serve::start(&["--pool", "2"], &[]);
+    let serve = Serve::start(&["--pool", "2"], &[]);
     serve.wait_children(2, 15);
     let before = serve.children();
     for id in 1..=3 {
@@ -524,13 +522,7 @@ fn a_warm_pool_serves_stateless_requests() {
         before.iter().all(|pid| !after.contains(pid)),
         "each request took a warm child, which ended with it: {before:?} then {after:?}"
     );
-    procs::signal(serve.child.id(), Signal::SIGTERM);
-    assert_eq!(serve.wait_exit(30), Some(0));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !serve.children().is_empty() {
-        assert!(Instant::now() < deadline, "pooled children outlived serve");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    serve.stop(30);
 }
 
 /// A Python SDK client stopped (SIGSTOP) mid-answer: the child works on
