@@ -232,14 +232,7 @@ impl Sessions {
                 () = stop.cancelled() => return,
                 () = tokio::time::sleep(every) => {}
             }
-            let sessions: Vec<_> = self
-                .map
-                .lock()
-                .expect("sessions")
-                .values()
-                .cloned()
-                .collect();
-            for session in sessions {
+            for session in self.all() {
                 session.expire_detached();
                 if session.idle_for() > idle && !self.pooled(&session) {
                     self.sink.line(&format!(
@@ -298,16 +291,19 @@ impl Sessions {
 
     /// Ends every session.
     pub(crate) fn end_all(&self) {
-        let sessions: Vec<_> = self
-            .map
+        for session in self.all() {
+            session.end();
+        }
+    }
+
+    /// Every open session, at this moment.
+    fn all(&self) -> Vec<Arc<Session>> {
+        self.map
             .lock()
             .expect("sessions")
             .values()
             .cloned()
-            .collect();
-        for session in sessions {
-            session.end();
-        }
+            .collect()
     }
 }
 
