@@ -3,9 +3,10 @@
 # small tool, and a 100 MB result to one client while 50 others keep calling.
 # See bench/serve/README.md. Linux only (memory is read from /proc).
 #
-#   bash bench/serve/run.sh [--sessions 200] [--calls 20] [--reps 2] [--clients "sdk fetch"]
+#   bash bench/serve/run.sh [--sessions 200] [--calls 20] [--reps 2] [--clients "sdk http"]
 #                           [--gateways "drainpipe supergateway mcp-proxy"] [--only sessions|big]
-#                           [--big-bytes 104857600] [--big-sessions 50] [--out DIR]
+#                           [--big-bytes 104857600] [--big-sessions 50] [--big-client http]
+#                           [--big-pace-ms 250] [--out DIR]
 #
 # Environment: DRAINPIPE and FIXTURE (default: the release binaries in
 # $CARGO_TARGET_DIR or target/), NODE (default: node on PATH; Node >= 20).
@@ -13,9 +14,9 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
-sessions=200 calls=20 reps=2 clients="sdk fetch" only=""
+sessions=200 calls=20 reps=2 clients="sdk http" only=""
 gateways="drainpipe supergateway mcp-proxy"
-big_bytes=104857600 big_sessions=50
+big_bytes=104857600 big_sessions=50 big_client=http big_pace_ms=250
 out="$here/out"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -27,6 +28,8 @@ while [ $# -gt 0 ]; do
     --only) only="$2"; shift 2 ;;
     --big-bytes) big_bytes="$2"; shift 2 ;;
     --big-sessions) big_sessions="$2"; shift 2 ;;
+    --big-client) big_client="$2"; shift 2 ;;
+    --big-pace-ms) big_pace_ms="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     *) echo "run.sh: unknown argument $1 (see the head of this file)" >&2; exit 2 ;;
   esac
@@ -147,17 +150,17 @@ if [ "$only" != sessions ]; then
     port="$(free_port)"
     if [ "$gw" = drainpipe ]; then
       if start_gateway drainpipe "$port" --clip 256KiB; then
-        load big "drainpipe --clip 256KiB" "$port" --sessions "$big_sessions" --bytes "$big_bytes" --client sdk
+        load big "drainpipe --clip 256KiB" "$port" --sessions "$big_sessions" --bytes "$big_bytes" --client "$big_client" --pace-ms "$big_pace_ms"
       fi
       stop_gateway
       # The same result forwarded whole, as the peers do: the transport limit raised
       # above it, no budget.
       port="$(free_port)"
       if start_gateway drainpipe "$port" --max-frame 128MiB; then
-        load big "drainpipe --max-frame 128MiB" "$port" --sessions "$big_sessions" --bytes "$big_bytes" --client sdk
+        load big "drainpipe --max-frame 128MiB" "$port" --sessions "$big_sessions" --bytes "$big_bytes" --client "$big_client" --pace-ms "$big_pace_ms"
       fi
     elif start_gateway "$gw" "$port"; then
-      load big "$gw" "$port" --sessions "$big_sessions" --bytes "$big_bytes" --client sdk --big-timeout-ms 150000
+      load big "$gw" "$port" --sessions "$big_sessions" --bytes "$big_bytes" --client "$big_client" --pace-ms "$big_pace_ms" --big-timeout-ms 150000
     fi
     stop_gateway
   done

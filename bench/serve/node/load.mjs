@@ -4,7 +4,8 @@
 //       opens N sessions (at most --open-concurrency initializing at once), measures the
 //       gateway's memory (PID and all its descendants, /proc), then every session calls the
 //       small tool --calls times in a row, all sessions at once; prints p50/p99 of the calls
-//       and the memory per session.
+//       and the memory per session. Then each session calls --paced-calls (10) more times, one
+//       call every --session-pace-ms (2000) each: latency under a load the machine can bear.
 //   node load.mjs big --url URL --pid PID [--sessions 50] [--bytes 104857600] [--pace-ms 100]
 //       50 sessions call the small tool every --pace-ms each; after --before-ms another
 //       process opens a session of its own and calls `large` with {"bytes": N}; latency of
@@ -18,7 +19,10 @@
 // `StreamableHTTPClientTransport` (it also opens the GET stream of each session).
 // --client fetch: raw `fetch`, one POST per message, no GET stream; the answer read as JSON
 // or from the event stream up to the response's event.
+// --client http: the same with node:http on a keep-alive pool: the least CPU per call in the
+// client, so that the gateway, not the client, is what the figures measure.
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
@@ -161,6 +165,88 @@ class FetchSession {
   }
 }
 
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+
+/** One request with node:http on a pooled keep-alive connection; resolves with the response. */
+function send(url, method, headers, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers: { ...headers, 'content-length': Buffer.byteLength(body) }, agent }, resolve);
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The body of a JSON response, or the response to `id` from an event stream (the rest is drained). */
+function answer(res, id) {
+  return new Promise((resolve, reject) => {
+    const json = (res.headers['content-type'] ?? '').includes('application/json');
+    let buf = '';
+    let found = false;
+    res.setEncoding('utf8');
+    res.on('data', (chunk) => {
+      if (found) return;
+      buf += chunk;
+      if (json) return;
+      let cut;
+      while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
+        const event = buf.slice(0, cut);
+        buf = buf.slice(cut + (buf[cut] === '\r' ? 4 : 2));
+        const data = event
+          .split(/\r?\n/)
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(l[5] === ' ' ? 6 : 5))
+          .join('\n');
+        if (!data) continue;
+        const msg = JSON.parse(data);
+        if (msg.id === id && !msg.method) {
+          found = true;
+          buf = '';
+          resolve(msg);
+          return;
+        }
+      }
+    });
+    res.on('end', () => {
+      if (found) return;
+      if (json) {
+        try {
+          resolve(JSON.parse(buf));
+        } catch (e) {
+          reject(e);
+        }
+      } else reject(new Error('event stream ended without the response'));
+    });
+    res.on('error', reject);
+  });
+}
+
+class HttpSession extends FetchSession {
+  async request(method, params, timeoutMs = this.timeoutMs) {
+    const id = this.nextId++;
+    const go = async () => {
+      const res = await send(this.url, 'POST', this.headers(), JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      if (res.statusCode !== 200) {
+        res.resume();
+        throw new Error(`${method}: HTTP ${res.statusCode}`);
+      }
+      if (method === 'initialize') this.sid = res.headers['mcp-session-id'];
+      return answer(res, id);
+    };
+    const msg = await withTimeout(go(), timeoutMs, method);
+    if (msg.error) throw new Error(`${method}: ${JSON.stringify(msg.error)}`);
+    return msg.result;
+  }
+  async notify(method) {
+    const res = await withTimeout(send(this.url, 'POST', this.headers(), JSON.stringify({ jsonrpc: '2.0', method })), this.timeoutMs, method);
+    res.resume();
+  }
+  async close() {
+    if (!this.sid) return;
+    const res = await withTimeout(send(this.url, 'DELETE', this.headers(), ''), 5000, 'DELETE').catch(() => null);
+    res?.resume();
+  }
+}
+
 /** Reads an event stream up to the event whose data is the response to `id`. */
 async function readEvent(res, id) {
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -191,8 +277,9 @@ async function readEvent(res, id) {
 
 function makeSession(kind, url, timeoutMs) {
   if (kind === 'fetch') return new FetchSession(url, timeoutMs);
+  if (kind === 'http') return new HttpSession(url, timeoutMs);
   if (kind === 'sdk') return new SdkSession(url, timeoutMs);
-  throw new Error(`--client ${kind}: sdk or fetch`);
+  throw new Error(`--client ${kind}: sdk, fetch or http`);
 }
 
 /** Runs `f` on each item with at most `n` at once; returns the failures. */
@@ -262,6 +349,30 @@ async function runSessions(o) {
   const wallS = (now() - t) / 1000;
   const cpu = process.cpuUsage(cpu0);
   const gwCpuS = treeCpuSeconds(o.pid) - gw0;
+  // Then a steady load the machine can bear: each session starts a call every
+  // --session-pace-ms (sessions / pace calls a second in all).
+  const paced = [];
+  const pacedErrors = [];
+  const tp = now();
+  if (o.pacedCalls > 0) {
+    await Promise.all(
+      opened.map(async (s) => {
+        await sleep(Math.random() * o.sessionPaceMs);
+        for (let i = 0; i < o.pacedCalls; i++) {
+          const t0 = now();
+          try {
+            await s.call(SMALL);
+            paced.push(now() - t0);
+          } catch (e) {
+            pacedErrors.push(String(e?.message ?? e));
+          }
+          const wait = o.sessionPaceMs - (now() - t0);
+          if (wait > 0 && i + 1 < o.pacedCalls) await sleep(wait);
+        }
+      }),
+    );
+  }
+  const pacedS = (now() - tp) / 1000;
   const memAfter = snapshot(o.pid);
   const closeMs = await closeSessions(opened);
   const n = opened.length || 1;
@@ -280,6 +391,9 @@ async function runSessions(o) {
     callErrors: callErrors.length,
     firstCallError: callErrors[0],
     callsPerS: Math.round(latencies.length / wallS),
+    gatewayCpuMsPerCall: Math.round((gwCpuS * 1000 * 100) / (latencies.length || 1)) / 100,
+    paced: { ...stats(paced), errors: pacedErrors.length, sessionPaceMs: o.sessionPaceMs, offeredPerS: Math.round((opened.length * 1000) / o.sessionPaceMs), achievedPerS: Math.round(paced.length / pacedS) },
+    firstPacedError: pacedErrors[0],
     clientCpuS: Math.round((cpu.user + cpu.system) / 1e4) / 100,
     gatewayCpuS: Math.round(gwCpuS * 100) / 100,
     wallS: Math.round(wallS * 100) / 100,
@@ -325,16 +439,20 @@ async function runBig(o) {
   let stop = false;
   const calls = [];
   const errors = [];
+  const inFlight = new Set();
   const loops = opened.map(async (s) => {
     await sleep(Math.random() * o.paceMs);
     while (!stop) {
       const t0 = now();
+      const mark = { start: t0 - T0 };
+      inFlight.add(mark);
       try {
         await s.call(SMALL);
         calls.push({ start: t0 - T0, ms: now() - t0 });
       } catch (e) {
-        errors.push({ start: t0 - T0, error: String(e?.message ?? e) });
+        errors.push({ start: t0 - T0, ms: now() - t0, error: String(e?.message ?? e) });
       }
+      inFlight.delete(mark);
       await sleep(o.paceMs);
     }
   });
@@ -352,6 +470,7 @@ async function runBig(o) {
   await sleep(o.afterMs);
   stop = true;
   await withTimeout(Promise.all(loops), o.timeoutMs + 1000, 'small calls to end').catch((e) => console.error(String(e)));
+  const unanswered = [...inFlight]; // calls still waiting for their answer at the end
   watcher.stdin.end();
   const peak = JSON.parse(await withTimeout(watchLine(), 10000, 'memory watcher'));
   big.stdin.end();
@@ -359,6 +478,9 @@ async function runBig(o) {
 
   const phase = (lo, hi) => stats(calls.filter((c) => c.start >= lo && c.start < hi).map((c) => c.ms));
   const errs = (lo, hi) => errors.filter((c) => c.start >= lo && c.start < hi).length;
+  const firstErr = (lo, hi) => errors.find((c) => c.start >= lo && c.start < hi);
+  const open = (lo, hi) => unanswered.filter((c) => c.start >= lo && c.start < hi).length;
+  const phaseAll = (lo, hi) => ({ ...phase(lo, hi), errors: errs(lo, hi), unanswered: open(lo, hi), firstError: firstErr(lo, hi) });
   let bigResult;
   try {
     bigResult = JSON.parse(done);
@@ -375,10 +497,9 @@ async function runBig(o) {
     openErrors: openErrors.length,
     paceMs: o.paceMs,
     bytes: o.bytes,
-    before: { ...phase(0, bigStart), errors: errs(0, bigStart) },
-    during: { ...phase(bigStart, bigEnd), errors: errs(bigStart, bigEnd) },
-    after: { ...phase(bigEnd, Infinity), errors: errs(bigEnd, Infinity) },
-    firstError: errors[0]?.error,
+    before: phaseAll(0, bigStart),
+    during: phaseAll(bigStart, bigEnd),
+    after: phaseAll(bigEnd, Infinity),
     big: { ...bigResult, wallMs: Math.round(bigEnd - bigStart) },
     memOpen,
     peakTreeRssMiB: kib(peak.peakTreeRssKiB),
@@ -437,6 +558,8 @@ const o = {
   timeoutMs: Number(a['timeout-ms'] ?? 30000),
   bytes: Number(a.bytes ?? 104857600),
   paceMs: Number(a['pace-ms'] ?? 100),
+  pacedCalls: Number(a['paced-calls'] ?? 10),
+  sessionPaceMs: Number(a['session-pace-ms'] ?? 2000),
   beforeMs: Number(a['before-ms'] ?? 5000),
   afterMs: Number(a['after-ms'] ?? 3000),
   bigTimeoutMs: Number(a['big-timeout-ms'] ?? a['timeout-ms'] ?? 120000),

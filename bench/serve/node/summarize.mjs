@@ -19,8 +19,10 @@ const mib = (kib) => kib / 1024;
 const sessions = rows.filter((r) => r.mode === 'sessions');
 const failed = rows.filter((r) => r.error);
 if (sessions.length) {
-  console.log('\n| gateway | client | sessions open (time to open) | processes | p50 ms | p99 ms | calls/s | RSS per session | PSS per session | load |');
-  console.log('|---|---|---|---:|---|---|---|---:|---:|---|');
+  console.log(
+    '\n| gateway | client | sessions open (time to open) | processes | all at once: p50 ms | p99 ms | calls/s | gateway CPU per call | paced: p50 ms | p99 ms | RSS per session | PSS per session | load |',
+  );
+  console.log('|---|---|---|---:|---|---|---|---|---|---|---:|---:|---|');
   const groups = new Map();
   for (const r of sessions) {
     const k = `${r.gateway}\t${r.client}`;
@@ -30,23 +32,36 @@ if (sessions.length) {
   const summary = new Map();
   for (const [k, rs] of groups) {
     const [gw, client] = k.split('\t');
-    const errors = rs.reduce((n, r) => n + r.openErrors + r.callErrors, 0);
+    const errors = rs.reduce((n, r) => n + r.openErrors + r.callErrors + (r.paced?.errors ?? 0), 0);
     const rss = median(rs.map((r) => mib(r.memOpen.rssKiB) / r.opened));
     const pss = median(rs.map((r) => mib(r.memOpen.pssKiB) / r.opened));
-    summary.set(k, { p50: median(rs.map((r) => r.calls.p50)), p99: median(rs.map((r) => r.calls.p99)), rss, pss });
+    const m = (f) => median(rs.map(f));
+    summary.set(k, {
+      p50: m((r) => r.calls.p50),
+      p99: m((r) => r.calls.p99),
+      rate: m((r) => r.callsPerS),
+      cpu: m((r) => r.gatewayCpuMsPerCall),
+      pacedP50: m((r) => r.paced?.p50),
+      pacedP99: m((r) => r.paced?.p99),
+      rss,
+      pss,
+    });
+    const paced = rs[0].paced ? `${list(rs.map((r) => r.paced.p50))} | ${list(rs.map((r) => r.paced.p99))}` : '— | —';
     console.log(
-      `| ${gw} | ${client} | ${rs.map((r) => `${r.opened}/${r.sessions} (${f1(r.openMs / 1000)} s)`).join(', ')}${errors ? `, ${errors} errors` : ''} | ${rs[0].memOpen.procs} | ${list(rs.map((r) => r.calls.p50))} | ${list(rs.map((r) => r.calls.p99))} | ${rs.map((r) => r.callsPerS).join(', ')} | ${f1(rss)} MiB | ${f1(pss)} MiB | ${rs.map((r) => r.load.split(' ')[0]).join(', ')} |`,
+      `| ${gw} | ${client} | ${rs.map((r) => `${r.opened}/${r.sessions} (${f1(r.openMs / 1000)} s)`).join(', ')}${errors ? `, ${errors} errors` : ''} | ${rs[0].memOpen.procs} | ${list(rs.map((r) => r.calls.p50))} | ${list(rs.map((r) => r.calls.p99))} | ${rs.map((r) => r.callsPerS).join(', ')} | ${rs.map((r) => (r.gatewayCpuMsPerCall ?? NaN).toFixed(2)).join(', ')} ms | ${paced} | ${f1(rss)} MiB | ${f1(pss)} MiB | ${rs.map((r) => r.load.split(' ')[0]).join(', ')} |`,
     );
   }
-  console.log('\nRatios to drainpipe (medians of the repetitions, same client):\n');
-  console.log('| gateway | client | p50 | p99 | RSS per session | PSS per session |');
-  console.log('|---|---|---:|---:|---:|---:|');
+  console.log('\nRatios to drainpipe (medians of the repetitions, same client; above 1 is worse than drainpipe, except calls/s):\n');
+  console.log('| gateway | client | all at once p50 | p99 | calls/s | gateway CPU per call | paced p50 | p99 | RSS per session | PSS per session |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const [k, s] of summary) {
     const [gw, client] = k.split('\t');
     const d = summary.get(`drainpipe\t${client}`);
     if (!d || gw === 'drainpipe') continue;
     const r = (a, b) => `${f1(a / b)}×`;
-    console.log(`| ${gw} | ${client} | ${r(s.p50, d.p50)} | ${r(s.p99, d.p99)} | ${r(s.rss, d.rss)} | ${r(s.pss, d.pss)} |`);
+    console.log(
+      `| ${gw} | ${client} | ${r(s.p50, d.p50)} | ${r(s.p99, d.p99)} | ${r(s.rate, d.rate)} | ${r(s.cpu, d.cpu)} | ${r(s.pacedP50, d.pacedP50)} | ${r(s.pacedP99, d.pacedP99)} | ${r(s.rss, d.rss)} | ${r(s.pss, d.pss)} |`,
+    );
   }
 }
 
@@ -60,7 +75,7 @@ if (big.length) {
     const b = r.big;
     const call = b.error ? `failed after ${f1(b.wallMs / 1000)} s: ${b.error.slice(0, 80)}` : `${f1(b.ms / 1000)} s`;
     const got = b.error ? '—' : `${(b.resultBytes / 1e6).toFixed(b.resultBytes < 1e6 ? 2 : 1)} MB${b.condensed ? ', condensed' : ''}`;
-    const ph = (p) => `${f1(p.p50)} / ${f1(p.p99)}${p.errors ? ` (${p.errors} errors)` : ''}`;
+    const ph = (p) => `${f1(p.p50)} / ${f1(p.p99)}${p.errors ? `, ${p.errors} failed` : ''}${p.unanswered ? `, ${p.unanswered} unanswered` : ''}`;
     console.log(
       `| ${r.gateway} | ${ph(r.before)} | ${ph(r.during)} (${r.during.n}) | ${ph(r.after)} | ${call} | ${got} | ${f1(r.gatewayHwmMiB)} MiB | ${f1(r.peakTreeRssMiB)} MiB | ${r.load.split(' ')[0]} |`,
     );
