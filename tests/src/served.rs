@@ -75,6 +75,9 @@ impl Serve {
         let addr = addr_rx
             .recv_timeout(Duration::from_secs(30))
             .unwrap_or_else(|_| {
+                // Not yet a `Serve`, whose drop would end it: ended here.
+                let _ = child.kill();
+                let _ = child.wait();
                 panic!(
                     "serve did not say where it listens; stderr:\n{}",
                     stderr.lock().unwrap()
