@@ -331,15 +331,24 @@ fn a_stateless_request_gets_a_child_that_ends_with_it() {
 }
 
 /// A client that stops reading its stream loses only its own answers:
-/// another session keeps answering while it does not read.
+/// another session keeps answering while it does not read; what did not
+/// fit in the stuck stream's queue is the `unread` error (-31005) for that
+/// request, said in its place; the session then works.
 #[test]
 fn a_client_that_does_not_read_harms_no_other_session() {
     let serve = Serve::start(&["--max-frame", "32MiB", "--stream-queue", "64KiB"], &[]);
     let stuck = serve.initialize();
     let other = serve.initialize();
-    // 24 MiB the stuck client never reads: more than every socket buffer
-    // on the way holds.
-    let open = Request::post("/mcp", &call(2, "large", json!({"bytes": 24 << 20})))
+    // Three answers of 24 MiB the stuck client does not read, in whatever
+    // order the fixture writes them: the first fills every socket buffer
+    // on the way, the next waits in the stream's queue, and the one after
+    // finds the queue full.
+    let batch = json!([
+        call(2, "large", json!({"bytes": 24 << 20})),
+        call(3, "large", json!({"bytes": 24 << 20})),
+        call(4, "large", json!({"bytes": 24 << 20})),
+    ]);
+    let mut open = Request::post("/mcp", &batch)
         .with("mcp-session-id", stuck.clone())
         .open(serve.addr);
     std::thread::sleep(Duration::from_millis(500));
@@ -352,7 +361,28 @@ fn a_client_that_does_not_read_harms_no_other_session() {
             "the other session stalled"
         );
     }
-    drop(open);
+    let body = open.read_to_end();
+    let answers: Vec<Value> = drainpipe_release::http1::parse_events(&body)
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .map(|e| serde_json::from_str(&e.data).expect("JSON data"))
+        .collect();
+    let mut ids: Vec<u64> = answers.iter().filter_map(|a| a["id"].as_u64()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [2, 3, 4], "one answer for each request");
+    assert!(
+        answers[0]["result"].is_object(),
+        "the first answer is delivered: {}",
+        answers[0]["error"]
+    );
+    let last = answers.last().expect("answers");
+    assert_eq!(
+        last["error"]["code"], -31005,
+        "what did not fit is said to be unread: {}",
+        last["error"]
+    );
+    let after = serve.post(Some(&stuck), &call(5, "slow", json!({"steps": 1})));
+    assert_eq!(after.events().last().unwrap()["id"], 5, "the session works");
 }
 
 /// SIGTERM: no new session, open requests get their answers (--drain),

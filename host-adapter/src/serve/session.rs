@@ -768,19 +768,34 @@ impl Session {
                 // A detached stream's answer is kept for its resumption.
                 let detached = outlet.is_closed();
                 let delivered = emit(&mut state, &outlet, message, limit);
+                let mut unread = 0;
                 if !delivered && !detached {
                     // Its client did not read: it gets a short error for
-                    // this request instead of a stream that just ends.
-                    let line = crate::pipe::jsonrpc::error_line(
-                        id.as_bytes(),
-                        UNREAD,
-                        "the answer was dropped: this client did not read its stream (past serve's --stream-queue)",
-                    );
-                    let bytes = Bytes::copy_from_slice(trim_newline(&line));
-                    let event = outlet
-                        .events
-                        .then(|| state.record(outlet.stream, bytes.clone(), limit));
-                    outlet.force(Item::Message { event, bytes });
+                    // this request instead of a stream that just ends, and
+                    // so does every other request the stream waits for (it
+                    // ends here: their answers could not reach the client,
+                    // so they are cancelled to the child).
+                    let others: Vec<String> = outlet
+                        .waiting
+                        .lock()
+                        .expect("outlet")
+                        .keys()
+                        .cloned()
+                        .collect();
+                    for lost in std::iter::once(&id).chain(&others) {
+                        let line = crate::pipe::jsonrpc::error_line(
+                            lost.as_bytes(),
+                            UNREAD,
+                            "the answer was dropped: this client did not read its stream (past serve's --stream-queue)",
+                        );
+                        let bytes = Bytes::copy_from_slice(trim_newline(&line));
+                        let event = outlet
+                            .events
+                            .then(|| state.record(outlet.stream, bytes.clone(), limit));
+                        outlet.force(Item::Message { event, bytes });
+                    }
+                    unread = 1 + others.len() as u64;
+                    self.cancel_waiting(&mut state, &outlet);
                 }
                 if (done && !outlet.lasting) || !delivered {
                     outlet.close();
@@ -790,12 +805,12 @@ impl Session {
                 if done && detached {
                     state.detached.retain(|(o, _)| !Arc::ptr_eq(o, &outlet));
                 }
-                if done && self.ephemeral {
+                drop(state);
+                if (done || unread > 0) && self.ephemeral {
                     self.end();
                 }
-                if !delivered && !detached {
-                    drop(state);
-                    self.count(|m| m.dropped_for_slow_clients += 1);
+                if unread > 0 {
+                    self.count(|m| m.dropped_for_slow_clients += unread);
                 }
             }
             MessageKind::Request | MessageKind::Notification => {
