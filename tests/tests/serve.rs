@@ -385,6 +385,24 @@ fn a_client_that_does_not_read_harms_no_other_session() {
     assert_eq!(after.events().last().unwrap()["id"], 5, "the session works");
 }
 
+/// A server that writes the id after a large result (as some SDKs order
+/// members) is answered on the right stream through serve.
+#[test]
+fn an_answer_with_its_id_last_reaches_its_request() {
+    let serve = Serve::start(&["--max-frame", "8MiB"], &[]);
+    let session = serve.initialize();
+    for (id, bytes) in [(2, 1 << 20), (3, 300), (4, 5 << 20)] {
+        let reply = serve.post(
+            Some(&session),
+            &call(id, "sized", json!({"bytes": bytes, "id_last": true})),
+        );
+        let answers = reply.events();
+        let answer = answers.last().expect("an answer");
+        assert_eq!(answer["id"], id);
+        assert!(answer["result"].is_object(), "{}", answer["error"]);
+    }
+}
+
 /// SIGTERM: no new session, open requests get their answers (--drain),
 /// then every child ends and serve exits 0.
 #[test]
