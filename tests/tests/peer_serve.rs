@@ -350,3 +350,49 @@ fn a_request_the_client_cancels_is_no_longer_awaited() {
         "the stop waited for the cancelled request"
     );
 }
+
+/// `serve --shared` in front of one server-everything: the TypeScript SDK
+/// client, then the Python SDK client, each pass every check of theirs
+/// (tools, progress, sampling, elicitation, roots, logging, resources,
+/// prompts, cancellation) on the same child, which outlives their
+/// sessions: the second client's `initialize` is answered from the
+/// first's, and the server asks the newcomer for its roots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_clients_one_after_another_on_serve_shared() {
+    let Some(node) = peers::gate("the Node.js peer", peers::node()) else {
+        return;
+    };
+    let Some(python) = peers::gate("the Python peer", peers::python()) else {
+        return;
+    };
+    let server = everything(&node);
+    let serve = Serve::spawn(
+        &["--shared", "--grace", "1s"],
+        &server.argv,
+        server.marker,
+        &[],
+    );
+    let url = serve.url();
+    let ts = run_client(
+        node.script("serve-client.mjs", &["everything", "--url", &url]),
+        CLIENT_BOUND,
+        "TypeScript SDK through serve --shared",
+    )
+    .await;
+    ts.assert_nothing_left();
+    serve.wait_children(1, 20);
+    let child = serve.children();
+    let py = run_client(
+        python.script("serve_client.py", &["everything", "--url", &url]),
+        CLIENT_BOUND,
+        "Python SDK through serve --shared, after the TypeScript SDK",
+    )
+    .await;
+    py.assert_nothing_left();
+    assert_eq!(serve.children(), child, "one child, kept across sessions");
+    let stderr = serve.stop(30);
+    assert!(
+        stderr.contains("serve: stopped after 2 sessions"),
+        "two sessions on one child: {stderr}"
+    );
+}

@@ -403,6 +403,138 @@ fn an_answer_with_its_id_last_reaches_its_request() {
     }
 }
 
+/// `--shared`: every session on one child. Two clients using the same
+/// request ids and progress tokens each get their own answers and
+/// progress; `initialize` is answered from the child's first answer; one
+/// client's cancellation and DELETE touch no other; when the child exits
+/// every session ends and the next `initialize` starts a new child.
+#[test]
+fn shared_sessions_share_one_child_and_never_collide() {
+    let serve = Serve::start(&["--shared"], &[]);
+    let first = serve.post(None, &initialize(1));
+    let second = serve.post(None, &initialize(1));
+    let (a, b) = (
+        first
+            .header("mcp-session-id")
+            .expect("a session")
+            .to_string(),
+        second
+            .header("mcp-session-id")
+            .expect("a session")
+            .to_string(),
+    );
+    assert_ne!(a, b);
+    assert_eq!(
+        first.events()[0]["result"],
+        second.events()[0]["result"],
+        "the second initialize is answered from the first"
+    );
+    assert_eq!(second.events()[0]["id"], 1);
+    for session in [&a, &b] {
+        let notified = serve.post(
+            Some(session),
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        assert_eq!(notified.status, 202);
+    }
+    serve.wait_children(1, 10);
+
+    // The same id and progress token in both sessions, at once.
+    let mut opened = Vec::new();
+    for (session, steps) in [(&a, 3), (&b, 5)] {
+        let mut slow = call(3, "slow", json!({"steps": steps, "step_ms": 40}));
+        slow["params"]["_meta"] = json!({"progressToken": 3});
+        let open = Request::post("/mcp", &slow)
+            .with("mcp-session-id", session.clone())
+            .open(serve.addr);
+        opened.push((open, steps));
+    }
+    for (mut open, steps) in opened {
+        let mut progress = 0;
+        loop {
+            let message = open.next_message().expect("the answer");
+            if message["method"] == "notifications/progress" {
+                assert_eq!(message["params"]["progressToken"], 3, "{message}");
+                assert_eq!(
+                    message["params"]["total"], steps,
+                    "another's progress: {message}"
+                );
+                progress += 1;
+                continue;
+            }
+            assert_eq!(message["id"], 3);
+            assert!(message["result"]["content"].is_array(), "{message}");
+            break;
+        }
+        assert_eq!(progress, steps);
+    }
+    assert_eq!(serve.children().len(), 1, "one child for every session");
+
+    // One client cancels its request 7; the other's request 7 goes on.
+    let long = |steps| call(7, "slow", json!({"steps": steps, "step_ms": 50}));
+    let mut cancelled = Request::post("/mcp", &long(400))
+        .with("mcp-session-id", a.clone())
+        .open(serve.addr);
+    cancelled.next_event().expect("the priming event");
+    let mut kept = Request::post("/mcp", &long(10))
+        .with("mcp-session-id", b.clone())
+        .open(serve.addr);
+    kept.next_event().expect("the priming event");
+    let cancel = serve.post(
+        Some(&a),
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}),
+    );
+    assert_eq!(cancel.status, 202);
+    serve.wait_stderr("fixture: cancel for id", 10);
+    let answer = answer_of(&mut kept);
+    assert_eq!(answer["id"], 7);
+    assert!(answer["result"].is_object(), "{answer}");
+    assert!(
+        cancelled.next_message().is_none(),
+        "a cancelled request is not answered"
+    );
+
+    // A session that leaves leaves the child to the others.
+    let deleted = Request::delete("/mcp")
+        .with("mcp-session-id", a.clone())
+        .send(serve.addr);
+    assert_eq!(deleted.status, 200);
+    let reply = serve.post(Some(&b), &call(9, "slow", json!({"steps": 1})));
+    assert_eq!(reply.events().last().unwrap()["id"], 9);
+    assert_eq!(serve.children().len(), 1);
+    assert_eq!(
+        serve
+            .post(Some(&a), &call(10, "slow", json!({"steps": 1})))
+            .status,
+        404
+    );
+
+    // The child exits: every session ends, the next initialize starts one.
+    let mut waiting = Request::post("/mcp", &long(400))
+        .with("mcp-session-id", b.clone())
+        .open(serve.addr);
+    waiting.next_event().expect("the priming event");
+    let old = serve.children();
+    for &pid in &old {
+        procs::signal(pid, Signal::SIGKILL);
+    }
+    let answer = answer_of(&mut waiting);
+    assert_eq!(answer["id"], 7);
+    assert!(answer["error"].is_object(), "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while serve
+        .post(Some(&b), &call(11, "slow", json!({"steps": 1})))
+        .status
+        != 404
+    {
+        assert!(Instant::now() < deadline, "the session outlived the child");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    serve.initialize();
+    serve.wait_children(1, 10);
+    assert!(serve.children().iter().all(|pid| !old.contains(pid)));
+}
+
 /// SIGTERM: no new session, open requests get their answers (--drain),
 /// then every child ends and serve exits 0.
 #[test]

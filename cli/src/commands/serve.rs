@@ -73,8 +73,15 @@ pub(crate) struct ServeArgs {
     /// Children kept started for stateless (2026-07-28) requests, each
     /// serving one request without the wait for a child to start; they
     /// count toward --max-sessions. 0 starts one per request.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "shared")]
     pool: usize,
+    /// Every session on one child, for servers that take one client only:
+    /// request ids and progress tokens are renumbered so clients never
+    /// collide, `initialize` is answered from the child's first answer,
+    /// and the child lives across sessions (until unused for
+    /// --session-idle).
+    #[arg(long)]
+    shared: bool,
     /// On SIGTERM: how long open requests get to be answered before every
     /// session and its child are ended.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
@@ -164,6 +171,7 @@ pub(crate) fn run(args: ServeArgs) -> i32 {
         stream_bytes: args.stream_queue,
         resume_window: args.resume_window,
         pool: args.pool,
+        shared: args.shared,
         drain: args.drain,
         guard,
         tls,

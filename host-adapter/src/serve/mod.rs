@@ -29,13 +29,16 @@
 //!   their late answers dropped;
 //! - **revisions** (`stateless`, `legacy`): a 2026-07-28 client keeps no
 //!   session, and its request is served by a child of its own; a
-//!   2024-11-05 client gets the HTTP+SSE transport (`GET /sse`).
+//!   2024-11-05 client gets the HTTP+SSE transport (`GET /sse`);
+//! - **one shared child** (`shared`, `--shared`): every session's
+//!   messages renumbered onto one child, for servers that take one client.
 
 mod guard;
 mod http;
 mod legacy;
 mod outlet;
 mod session;
+mod shared;
 mod stateless;
 
 use std::io;
@@ -102,6 +105,11 @@ pub struct ServeConfig {
     /// serves one request, as one started for it would, without the wait
     /// for a child to start. They count toward `max_sessions`.
     pub pool: usize,
+    /// Every session on one child (started by the first, kept across
+    /// sessions), for servers that take one client only: request ids and
+    /// progress tokens are renumbered so two clients never collide, and
+    /// `initialize` is answered from the child's first answer. No pool.
+    pub shared: bool,
     /// Who may call: `Host`, `Origin`, the bearer token.
     pub guard: Guard,
     /// Serve HTTPS with this certificate and key ([`tls_config`]); `None`
@@ -127,6 +135,7 @@ impl Default for ServeConfig {
             drain: Duration::from_secs(10),
             guard: Guard::loopback(),
             pool: 0,
+            shared: false,
             tls: None,
         }
     }

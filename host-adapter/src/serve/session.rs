@@ -27,13 +27,14 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use drainpipe_framer::{Config as FramerConfig, Event, Framer, MessageKind};
+use drainpipe_framer::{Config as FramerConfig, Envelope, Event, Framer, MessageKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::outlet::{Item, Outlet};
+use super::shared::Hub;
 use super::{CommandFactory, ServeConfig, ServeMetrics};
 use crate::proxy::{self, INVALID_REQUEST, ProxyOutcome, SERVER_GONE, StderrSink, UNREAD};
 
@@ -60,6 +61,8 @@ pub(crate) struct Sessions {
     metrics: Mutex<ServeMetrics>,
     /// Set at a stop: no new session.
     draining: AtomicBool,
+    /// The child every session shares ([`ServeConfig::shared`]).
+    hub: Mutex<Option<Arc<Hub>>>,
 }
 
 /// Why a session could not be started.
@@ -88,6 +91,7 @@ impl Sessions {
             pool: Mutex::new(VecDeque::new()),
             metrics: Mutex::new(ServeMetrics::default()),
             draining: AtomicBool::new(false),
+            hub: Mutex::new(None),
         })
     }
 
@@ -110,7 +114,8 @@ impl Sessions {
         Some(session)
     }
 
-    /// Starts a session: its child, its engine, its writer and its router.
+    /// Starts a session: its child, its engine, its writer and its router
+    /// (or, with [`ServeConfig::shared`], a place on the shared child).
     /// An `ephemeral` one serves one POST of a client that keeps no session
     /// (the 2026-07-28 revision's stateless requests) and ends with it.
     pub(crate) fn start(self: &Arc<Self>, ephemeral: bool) -> Result<Arc<Session>, Refused> {
@@ -118,14 +123,14 @@ impl Sessions {
             return Err(Refused::Stopping);
         }
         let id = session_id();
-        let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
-        let (their_read, their_write) = tokio::io::split(theirs);
-        let (our_read, our_write) = tokio::io::split(ours);
-        let (input, input_rx) = mpsc::channel(INPUT_QUEUE);
-        let session = Arc::new(Session {
+        let hub = self.config.shared.then(|| self.hub());
+        let closing = CancellationToken::new();
+        let session = Arc::new_cyclic(|me| Session {
             id: id.clone(),
-            input: Mutex::new(Some(input)),
-            closing: CancellationToken::new(),
+            me: me.clone(),
+            input: Mutex::new(None),
+            hub: hub.clone(),
+            closing: closing.clone(),
             ephemeral,
             legacy: AtomicBool::new(false),
             sessions: Arc::downgrade(self),
@@ -141,17 +146,69 @@ impl Sessions {
             map.insert(id.clone(), session.clone());
         }
         self.count(|m| m.sessions += 1);
+        match hub {
+            Some(hub) => hub.join(Arc::downgrade(&session)),
+            None => {
+                let (input, output) = self.engine(id, closing);
+                *session.input.lock().expect("input") = Some(input);
+                self.tasks
+                    .spawn(route_output(output, session.clone(), self.framer()));
+            }
+        }
+        Ok(session)
+    }
+
+    /// The shared child, started if there is none (or it ended).
+    fn hub(self: &Arc<Self>) -> Arc<Hub> {
+        let mut slot = self.hub.lock().expect("hub");
+        if let Some(hub) = slot.as_ref().filter(|hub| !hub.ended()) {
+            return hub.clone();
+        }
+        let closing = CancellationToken::new();
+        let (input, output) = self.engine("shared".to_string(), closing.clone());
+        let hub = Arc::new(Hub::new(input, closing, Arc::downgrade(self)));
         self.tasks
-            .spawn(write_input(our_write, input_rx, session.closing.clone()));
-        let framer = FramerConfig::default().with_max_frame_bytes(
+            .spawn(route_output(output, hub.clone(), self.framer()));
+        *slot = Some(hub.clone());
+        hub
+    }
+
+    /// The shared child ended: the next session starts another.
+    pub(crate) fn hub_ended(&self, hub: &Hub) {
+        let mut slot = self.hub.lock().expect("hub");
+        if slot.as_ref().is_some_and(|h| std::ptr::eq(h.as_ref(), hub)) {
+            *slot = None;
+        }
+    }
+
+    /// The router's framer: the engine's transport limit, and room for
+    /// the envelope of its own errors.
+    fn framer(&self) -> FramerConfig {
+        FramerConfig::default().with_max_frame_bytes(
             self.config
                 .proxy
                 .framer
                 .max_frame_bytes()
                 .saturating_add(1024),
-        );
-        self.tasks
-            .spawn(route_output(our_read, session.clone(), framer));
+        )
+    }
+
+    /// Starts a child behind the engine, named `id` in what is said of it:
+    /// the sender of the lines for its stdin (written in order until
+    /// `closing`, which closes its stdin), and the engine's output.
+    fn engine(
+        self: &Arc<Self>,
+        id: String,
+        closing: CancellationToken,
+    ) -> (
+        mpsc::Sender<Vec<u8>>,
+        tokio::io::ReadHalf<tokio::io::DuplexStream>,
+    ) {
+        let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
+        let (their_read, their_write) = tokio::io::split(theirs);
+        let (our_read, our_write) = tokio::io::split(ours);
+        let (input, input_rx) = mpsc::channel(INPUT_QUEUE);
+        self.tasks.spawn(write_input(our_write, input_rx, closing));
         let engine = proxy::run(
             (self.command)(),
             self.config.proxy,
@@ -175,7 +232,7 @@ impl Sessions {
             // engine's last words (the errors for what waited) and ended.
             (sessions.on_end)(&id, &outcome);
         });
-        Ok(session)
+        (input, our_read)
     }
 
     /// A session for one stateless request: a warm one from the pool if
@@ -204,6 +261,10 @@ impl Sessions {
     /// Starts sessions until the pool holds [`ServeConfig::pool`] (or the
     /// session limit is reached).
     pub(crate) fn refill(self: &Arc<Self>) {
+        if self.config.shared {
+            // Every request goes to the one child already.
+            return;
+        }
         loop {
             if self.pool.lock().expect("pool").len() >= self.config.pool {
                 return;
@@ -242,6 +303,16 @@ impl Sessions {
                     ));
                     self.end(&session.id);
                 }
+            }
+            let hub = self.hub.lock().expect("hub").clone();
+            if let Some(hub) = hub
+                && hub.idle_for() > idle
+            {
+                self.sink.line(&format!(
+                    "serve: the shared server unused for {}s: ended",
+                    idle.as_secs()
+                ));
+                hub.end();
             }
         }
     }
@@ -294,6 +365,9 @@ impl Sessions {
         for session in self.all() {
             session.end();
         }
+        if let Some(hub) = self.hub.lock().expect("hub").take() {
+            hub.end();
+        }
     }
 
     /// Every open session, at this moment.
@@ -318,9 +392,14 @@ fn session_id() -> String {
 /// One session.
 pub(crate) struct Session {
     pub(crate) id: String,
-    /// Lines to the child; `None` once the session is ending.
+    me: Weak<Session>,
+    /// Lines to its own child; `None` once the session is ending (and
+    /// always on a shared child).
     input: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
-    /// Closes the child's stdin (the engine then ends it).
+    /// The shared child it is on ([`ServeConfig::shared`]).
+    hub: Option<Arc<Hub>>,
+    /// Set when the session ends; closes its own child's stdin (the
+    /// engine then ends it).
     closing: CancellationToken,
     /// Serves one POST and ends with it (no `Mcp-Session-Id`).
     pub(crate) ephemeral: bool,
@@ -442,10 +521,18 @@ impl Session {
     }
 
     /// Closes the child's stdin: the engine gives it its grace, then ends
-    /// its tree.
+    /// its tree. On a shared child, the session leaves it (what it asked is
+    /// cancelled) and ends now. Never called with the state locked.
     pub(crate) fn end(&self) {
         self.input.lock().expect("input").take();
+        let first = !self.closing.is_cancelled();
         self.closing.cancel();
+        if let Some(hub) = &self.hub
+            && first
+        {
+            hub.leave(self);
+            self.finish();
+        }
     }
 
     /// Opens the stream that answers `asked`. A request whose id is
@@ -637,6 +724,9 @@ impl Session {
 
     /// Sends `lines` to the child, in order. `false` if the session ended.
     pub(crate) async fn send(&self, lines: Vec<Vec<u8>>) -> bool {
+        if let Some(hub) = &self.hub {
+            return !self.closing.is_cancelled() && hub.forward(&self.me, lines).await;
+        }
         let input = self.input.lock().expect("input").clone();
         let Some(input) = input else {
             return false;
@@ -653,21 +743,13 @@ impl Session {
     /// every line queued before it, so a cancellation never overtakes its
     /// request. `false` if the session is ending.
     fn send_now(&self, line: Vec<u8>) -> bool {
+        if let Some(hub) = &self.hub {
+            return !self.closing.is_cancelled() && hub.forward_now(&self.me, line);
+        }
         let Some(input) = self.input.lock().expect("input").clone() else {
             return false;
         };
-        match input.try_send(line) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(line)) => {
-                // The queue is full of this session's own lines: wait for
-                // room on a task of its own.
-                tokio::spawn(async move {
-                    let _ = input.send(line).await;
-                });
-                true
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        }
+        send_now(&input, line)
     }
 
     /// A stream's body is gone (sent whole, or its client went away). A
@@ -748,8 +830,14 @@ impl Session {
         cancelled
     }
 
-    /// Routes one message of the child's.
-    fn route(&self, message: &[u8], kind: MessageKind, id: Option<String>, method: Option<&[u8]>) {
+    /// Routes one message of the child's (`id` normalised).
+    pub(crate) fn deliver(
+        &self,
+        message: &[u8],
+        kind: MessageKind,
+        id: Option<String>,
+        method: Option<&[u8]>,
+    ) {
         let limit = self.config().map_or(0, |c| c.replay_bytes);
         let mut state = self.state.lock().expect("session");
         match kind {
@@ -851,7 +939,7 @@ impl Session {
     /// The child's output ended: every request still waiting is answered
     /// with an error (the engine answers those it saw; these it never
     /// read), then every stream ends.
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         let limit = self.config().map_or(0, |c| c.replay_bytes);
         let mut state = self.state.lock().expect("session");
         state.ended = true;
@@ -882,6 +970,48 @@ impl Session {
         if let Some(sessions) = self.sessions.upgrade() {
             sessions.count(update);
         }
+    }
+}
+
+/// Queues `line` for a child without waiting: behind every line queued
+/// before it. `false` if the child's input is closed.
+pub(crate) fn send_now(input: &mpsc::Sender<Vec<u8>>, line: Vec<u8>) -> bool {
+    match input.try_send(line) {
+        Ok(()) => true,
+        Err(mpsc::error::TrySendError::Full(line)) => {
+            // The queue is full of lines sent before: wait for room on a
+            // task of its own.
+            let input = input.clone();
+            tokio::spawn(async move {
+                let _ = input.send(line).await;
+            });
+            true
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => false,
+    }
+}
+
+/// Where the messages an engine writes go: a session's own child's to
+/// that session, the shared child's through its hub.
+pub(crate) trait Router: Send + Sync + 'static {
+    /// One whole message.
+    fn message(&self, message: &[u8], envelope: &Envelope<'_>);
+    /// The engine's output ended (its child is gone).
+    fn ended(&self);
+}
+
+impl Router for Session {
+    fn message(&self, message: &[u8], envelope: &Envelope<'_>) {
+        let id = envelope.id.and_then(|id| {
+            serde_json::from_slice::<serde_json::Value>(&id.to_json())
+                .ok()
+                .map(|v| normalise(&v))
+        });
+        self.deliver(message, envelope.kind(), id, envelope.method);
+    }
+
+    fn ended(&self) {
+        self.finish();
     }
 }
 
@@ -954,9 +1084,9 @@ async fn write_input(
 /// own errors) and routes each whole message; never stops reading. Holds
 /// the session until the engine closes the pipe: its last words (an error
 /// for each request still waiting) are routed before the session ends.
-async fn route_output(
+async fn route_output<R: Router>(
     mut input: tokio::io::ReadHalf<tokio::io::DuplexStream>,
-    session: Arc<Session>,
+    router: Arc<R>,
     config: FramerConfig,
 ) {
     let mut framer = Framer::new(config);
@@ -968,15 +1098,9 @@ async fn route_output(
         };
         framer.push(&buf[..n], |event| {
             if let Event::Frame(frame) = event {
-                let envelope = frame.envelope;
-                let id = envelope.id.and_then(|id| {
-                    serde_json::from_slice::<serde_json::Value>(&id.to_json())
-                        .ok()
-                        .map(|v| normalise(&v))
-                });
-                session.route(frame.bytes, envelope.kind(), id, envelope.method);
+                router.message(frame.bytes, &frame.envelope);
             }
         });
     }
-    session.finish();
+    router.ended();
 }
