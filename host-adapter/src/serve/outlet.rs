@@ -45,21 +45,49 @@ impl Item {
         }
     }
 
-    /// Its bytes as a server-sent event.
-    pub(crate) fn to_event(&self) -> Bytes {
+    /// Its bytes as a server-sent event, in one piece or (a large message)
+    /// in three: the message's own bytes are then sent as they are, not
+    /// copied into the event.
+    pub(crate) fn to_event(&self) -> Event {
         match self {
-            Item::Message { event: id, bytes } => event(*id, bytes),
-            Item::Priming { event, retry } => Bytes::from(format!(
+            Item::Message { event: id, bytes } if bytes.len() >= SPLIT_EVENT_AT => {
+                let mut head = Vec::with_capacity(48);
+                if let Some(id) = id {
+                    head.extend_from_slice(format!("id: {id}\n").as_bytes());
+                }
+                head.extend_from_slice(b"event: message\ndata: ");
+                Event::Parts([
+                    Bytes::from(head),
+                    bytes.clone(),
+                    Bytes::from_static(b"\n\n"),
+                ])
+            }
+            Item::Message { event: id, bytes } => Event::One(event(*id, bytes)),
+            Item::Priming { event, retry } => Event::One(Bytes::from(format!(
                 "id: {event}\nretry: {}\ndata: \n\n",
                 retry.as_millis()
-            )),
-            Item::Endpoint(url) => Bytes::from(format!("event: endpoint\ndata: {url}\n\n")),
+            ))),
+            Item::Endpoint(url) => {
+                Event::One(Bytes::from(format!("event: endpoint\ndata: {url}\n\n")))
+            }
         }
     }
 
     fn len(&self) -> usize {
         self.message().map_or(32, Bytes::len)
     }
+}
+
+/// A message at least this long is sent as an event in three pieces (its
+/// head, the message, the blank line) instead of copied into one: a
+/// result of 100 MB is not held twice. Shorter ones go in one piece (one
+/// HTTP/1.1 chunk, one write).
+const SPLIT_EVENT_AT: usize = 64 << 10;
+
+/// A server-sent event's bytes.
+pub(crate) enum Event {
+    One(Bytes),
+    Parts([Bytes; 3]),
 }
 
 /// A stream's queue, shared by the router (which offers) and the body
@@ -78,6 +106,8 @@ pub(crate) struct Outlet {
     limit: usize,
     /// A message was refused: the stream's client lost it.
     overflowed: AtomicBool,
+    /// The body gave its last byte: nothing of it is to be resumed.
+    sent_whole: AtomicBool,
     /// The ids (normalised) of the requests this stream answers that are
     /// not answered yet, each with whether it may be cancelled.
     pub(crate) waiting: Mutex<HashMap<String, bool>>,
@@ -98,6 +128,7 @@ impl Outlet {
             queued: AtomicUsize::new(0),
             limit,
             overflowed: AtomicBool::new(false),
+            sent_whole: AtomicBool::new(false),
             waiting: Mutex::new(HashMap::new()),
         });
         (outlet, rx)
@@ -147,6 +178,12 @@ impl Outlet {
         self.overflowed.load(Ordering::Relaxed)
     }
 
+    /// Whether the body gave its last byte (the stream ended, not its
+    /// client).
+    pub(crate) fn sent_whole(&self) -> bool {
+        self.sent_whole.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn taken(&self, len: usize) {
         self.queued.fetch_sub(len, Ordering::Relaxed);
     }
@@ -174,6 +211,8 @@ pub(crate) struct EventBody {
     /// response's status), sent first.
     first: Option<Item>,
     outlet: Arc<Outlet>,
+    /// The rest of an event sent in pieces.
+    pending: std::collections::VecDeque<Bytes>,
     keep_alive: tokio::time::Interval,
     /// Held for its drop.
     _gone: Gone,
@@ -195,6 +234,7 @@ impl EventBody {
             rx,
             first,
             outlet: gone.outlet.clone(),
+            pending: std::collections::VecDeque::new(),
             keep_alive,
             _gone: gone,
         }
@@ -209,22 +249,35 @@ impl Body for EventBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        if let Some(first) = self.first.take() {
-            self.outlet.taken(first.len());
-            return Poll::Ready(Some(Ok(Frame::data(first.to_event()))));
+        if let Some(piece) = self.pending.pop_front() {
+            return Poll::Ready(Some(Ok(Frame::data(piece))));
         }
-        match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(item)) => {
-                self.outlet.taken(item.len());
-                Poll::Ready(Some(Ok(Frame::data(item.to_event()))))
-            }
-            Poll::Ready(None) => Poll::Ready(None),
-            Poll::Pending => match self.keep_alive.poll_tick(cx) {
-                Poll::Ready(_) => Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
-                    b": keep-alive\n\n",
-                ))))),
-                Poll::Pending => Poll::Pending,
+        let item = match self.first.take() {
+            Some(first) => Some(first),
+            None => match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(item)) => Some(item),
+                Poll::Ready(None) => {
+                    self.outlet.sent_whole.store(true, Ordering::Relaxed);
+                    return Poll::Ready(None);
+                }
+                Poll::Pending => None,
             },
+        };
+        if let Some(item) = item {
+            self.outlet.taken(item.len());
+            return Poll::Ready(Some(Ok(Frame::data(match item.to_event() {
+                Event::One(bytes) => bytes,
+                Event::Parts([head, message, tail]) => {
+                    self.pending.extend([message, tail]);
+                    head
+                }
+            }))));
+        }
+        match self.keep_alive.poll_tick(cx) {
+            Poll::Ready(_) => Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                b": keep-alive\n\n",
+            ))))),
+            Poll::Pending => Poll::Pending,
         }
     }
 }

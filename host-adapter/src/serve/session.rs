@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 use drainpipe_framer::{Config as FramerConfig, Envelope, Event, Framer, MessageKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -47,6 +47,15 @@ const INPUT_QUEUE: usize = 64;
 
 /// Bytes of the in-process pipe between a session and its engine.
 const PIPE_BYTES: usize = 256 << 10;
+
+/// Bytes asked of the engine's pipe per read.
+const READ_BYTES: usize = 64 << 10;
+
+/// A message at least this long keeps the buffer it was read into (no
+/// copy: a 100 MB result is held once by the router, not twice); a shorter
+/// one is copied out, so that it holds no larger buffer's memory while it
+/// waits in a queue or in the replay.
+const SHARE_AT: usize = 64 << 10;
 
 /// Every open session.
 pub(crate) struct Sessions {
@@ -483,6 +492,19 @@ impl State {
         event
     }
 
+    /// Drops the events of `stream` from the replay.
+    fn forget_stream(&mut self, stream: u64) {
+        let mut freed = 0;
+        self.replay.retain(|r| {
+            let keep = r.stream != stream;
+            if !keep {
+                freed += r.message.len();
+            }
+            keep
+        });
+        self.replay_bytes -= freed;
+    }
+
     /// Forgets `outlet` as a destination (it is closed or replaced).
     fn unlink(&mut self, outlet: &Arc<Outlet>) {
         self.posts.retain(|o| !Arc::ptr_eq(o, outlet));
@@ -586,7 +608,7 @@ impl Session {
             emit(
                 &mut state,
                 &outlet,
-                trim_newline(&line),
+                Bytes::copy_from_slice(trim_newline(&line)),
                 config.replay_bytes,
             );
         }
@@ -760,6 +782,12 @@ impl Session {
     pub(crate) fn stream_gone(&self, outlet: &Arc<Outlet>) {
         let window = self.config().map_or(Duration::ZERO, |c| c.resume_window);
         let mut state = self.state.lock().expect("session");
+        if outlet.sent_whole() && outlet.stream != STANDALONE {
+            // Delivered whole: none of its events will be asked for again,
+            // and a large answer (kept even past the replay's bound, as the
+            // newest event) must not stay in memory with its session.
+            state.forget_stream(outlet.stream);
+        }
         let unanswered = !outlet.waiting.lock().expect("outlet").is_empty();
         let resumable =
             outlet.events && outlet.stream != STANDALONE && !window.is_zero() && !self.ephemeral;
@@ -833,7 +861,7 @@ impl Session {
     /// Routes one message of the child's (`id` normalised).
     pub(crate) fn deliver(
         &self,
-        message: &[u8],
+        message: &Bytes,
         kind: MessageKind,
         id: Option<String>,
         method: Option<&[u8]>,
@@ -855,7 +883,7 @@ impl Session {
                 };
                 // A detached stream's answer is kept for its resumption.
                 let detached = outlet.is_closed();
-                let delivered = emit(&mut state, &outlet, message, limit);
+                let delivered = emit(&mut state, &outlet, message.clone(), limit);
                 let mut unread = 0;
                 if !delivered && !detached {
                     // Its client did not read: it gets a short error for
@@ -911,13 +939,13 @@ impl Session {
                     state.posts.iter().rev().find(|o| !o.is_closed()).cloned()
                 };
                 if let Some(outlet) = target
-                    && emit(&mut state, &outlet, message, limit)
+                    && emit(&mut state, &outlet, message.clone(), limit)
                 {
                     return;
                 }
                 // The session's own stream: numbered, and kept for the
                 // next GET if none is open.
-                let bytes = Bytes::copy_from_slice(message);
+                let bytes = message.clone();
                 let number = state.record(STANDALONE, bytes.clone(), limit);
                 if let Some(outlet) = state.standalone.clone() {
                     let item = Item::Message {
@@ -951,7 +979,12 @@ impl Session {
                 SERVER_GONE,
                 "the session's server ended without answering",
             );
-            emit(&mut state, &outlet, trim_newline(&line), limit);
+            emit(
+                &mut state,
+                &outlet,
+                Bytes::copy_from_slice(trim_newline(&line)),
+                limit,
+            );
         }
         let standalone = state.standalone.take();
         let detached: Vec<_> = state.detached.drain(..).map(|(o, _)| o).collect();
@@ -994,14 +1027,14 @@ pub(crate) fn send_now(input: &mpsc::Sender<Vec<u8>>, line: Vec<u8>) -> bool {
 /// Where the messages an engine writes go: a session's own child's to
 /// that session, the shared child's through its hub.
 pub(crate) trait Router: Send + Sync + 'static {
-    /// One whole message.
-    fn message(&self, message: &[u8], envelope: &Envelope<'_>);
+    /// One whole message (without its line end).
+    fn message(&self, message: &Bytes, envelope: &Envelope<'_>);
     /// The engine's output ended (its child is gone).
     fn ended(&self);
 }
 
 impl Router for Session {
-    fn message(&self, message: &[u8], envelope: &Envelope<'_>) {
+    fn message(&self, message: &Bytes, envelope: &Envelope<'_>) {
         let id = envelope.id.and_then(|id| {
             serde_json::from_slice::<serde_json::Value>(&id.to_json())
                 .ok()
@@ -1017,8 +1050,7 @@ impl Router for Session {
 
 /// Sends `message` on `outlet`: on an event stream numbered (and kept for
 /// a reconnection), else bare. Whether the outlet took it.
-fn emit(state: &mut State, outlet: &Outlet, message: &[u8], limit: usize) -> bool {
-    let bytes = Bytes::copy_from_slice(message);
+fn emit(state: &mut State, outlet: &Outlet, bytes: Bytes, limit: usize) -> bool {
     let event = outlet
         .events
         .then(|| state.record(outlet.stream, bytes.clone(), limit));
@@ -1089,18 +1121,61 @@ async fn route_output<R: Router>(
     router: Arc<R>,
     config: FramerConfig,
 ) {
+    let limit = config.max_frame_bytes();
     let mut framer = Framer::new(config);
-    let mut buf = vec![0u8; 64 << 10];
+    let mut buf = BytesMut::with_capacity(READ_BYTES);
+    // Past the limit with no line end (the engine never writes such a
+    // line): dropped up to the next one.
+    let mut skipping = false;
     loop {
-        let n = match input.read(&mut buf).await {
+        if buf.capacity() - buf.len() < READ_BYTES / 4 {
+            buf.reserve(READ_BYTES);
+        }
+        let n = match input.read_buf(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        framer.push(&buf[..n], |event| {
-            if let Event::Frame(frame) = event {
-                router.message(frame.bytes, &frame.envelope);
+        let mut scan = buf.len() - n;
+        while let Some(at) = memchr::memchr(b'\n', &buf[scan..]) {
+            let len = scan + at + 1;
+            scan = 0;
+            let line = if len >= SHARE_AT {
+                // The message keeps the buffer it was read into; what was
+                // read after it (less than a read) moves to one of its own,
+                // so no later message holds the large one's memory.
+                let line = buf.split_to(len).freeze();
+                buf = BytesMut::from(&buf[..]);
+                line
+            } else {
+                let line = Bytes::copy_from_slice(&buf[..len]);
+                buf.advance(len);
+                line
+            };
+            if std::mem::take(&mut skipping) {
+                continue;
             }
-        });
+            // A whole line in one push: the frame lies in `line`.
+            framer.push(&line, |event| {
+                if let Event::Frame(frame) = event {
+                    router.message(&within(&line, frame.bytes), &frame.envelope);
+                }
+            });
+        }
+        if buf.len() > limit {
+            buf.clear();
+            skipping = true;
+        }
     }
     router.ended();
+}
+
+/// `part` of `line` as a view of it (no copy), or a copy if it lies
+/// elsewhere.
+fn within(line: &Bytes, part: &[u8]) -> Bytes {
+    let (base, at) = (line.as_ptr() as usize, part.as_ptr() as usize);
+    if at >= base && at + part.len() <= base + line.len() {
+        line.slice_ref(part)
+    } else {
+        Bytes::copy_from_slice(part)
+    }
 }

@@ -103,7 +103,7 @@ enum Init {
 /// A message for one session, handed over once the hub's lock is released.
 struct Delivery {
     front: Weak<Session>,
-    message: Vec<u8>,
+    message: Bytes,
     kind: MessageKind,
     key: Option<String>,
     method: Option<&'static [u8]>,
@@ -113,7 +113,7 @@ impl Delivery {
     fn answer(to: &Forwarded, message: Vec<u8>) -> Delivery {
         Delivery {
             front: to.front.clone(),
-            message,
+            message: Bytes::from(message),
             kind: MessageKind::Response,
             key: Some(to.key.clone()),
             method: None,
@@ -409,7 +409,7 @@ impl HubState {
 }
 
 impl Router for Hub {
-    fn message(&self, message: &[u8], envelope: &Envelope<'_>) {
+    fn message(&self, message: &Bytes, envelope: &Envelope<'_>) {
         let mut deliveries = Vec::new();
         let mut late = false;
         {
@@ -451,7 +451,7 @@ impl Router for Hub {
                         splice.replace(span, &token);
                         deliveries.push(Delivery {
                             front,
-                            message: splice.apply(message),
+                            message: Bytes::from(splice.apply(message)),
                             kind: MessageKind::Notification,
                             key: None,
                             method: Some(b"notifications/progress"),
@@ -462,7 +462,7 @@ impl Router for Hub {
                     for front in state.fronts.iter().filter(|f| f.strong_count() > 0) {
                         deliveries.push(Delivery {
                             front: front.clone(),
-                            message: message.to_vec(),
+                            message: message.clone(),
                             kind: MessageKind::Notification,
                             key: None,
                             method: None,
@@ -473,7 +473,7 @@ impl Router for Hub {
                     if let Some(front) = state.requester() {
                         deliveries.push(Delivery {
                             front,
-                            message: message.to_vec(),
+                            message: message.clone(),
                             kind: MessageKind::Request,
                             key: None,
                             method: None,
