@@ -24,11 +24,10 @@
 #   CARGO_TARGET_DIR         default target/dist: a build directory of its own,
 #                            so a dist build never waits on another build's lock
 #   DRAINPIPE_DIST_PROFILE   default dist (see Cargo.toml); `release` builds faster
-#   DRAINPIPE_DIST_FEATURES  default "component otel": the CLI's default features
-#                            but `tokens`, whose o200k_base tables are 32 MB of
-#                            the 50 MB binary (see BENCHMARKS.md); "default"
-#                            ships them too; "none" builds without any (no
-#                            sandbox, no OpenTelemetry: what CI's tests need)
+#   DRAINPIPE_DIST_FEATURES  default "default": every feature of the CLI (the
+#                            sandbox, OpenTelemetry, token budgets, proxy --url
+#                            and serve); a list such as "tokens" builds only
+#                            those; "none" builds without any
 #
 # Needs rustup, node with npm, python3; installs the Rust targets, and
 # maturin, cargo-zigbuild and ziglang (from PyPI, into release/.venv), and
@@ -42,7 +41,7 @@ die() { printf 'dist: %s\n' "$*" >&2; exit 1; }
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target/dist}"
 profile="${DRAINPIPE_DIST_PROFILE:-dist}"
-features="${DRAINPIPE_DIST_FEATURES:-component otel}"
+features="${DRAINPIPE_DIST_FEATURES:-default}"
 out="${DRAINPIPE_DIST_OUT:-$repo/release/out}"
 version="$(cargo metadata --no-deps --format-version 1 |
     python3 -c 'import json, sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "drainpipe-cli"))')"

@@ -93,6 +93,14 @@ checks() {
     bounded 180 "$what: an answer over --clip" node "$peers/package-checks.mjs" clip -- \
         "$@" proxy --clip 64KiB -- "${server[@]}"
     printf 'packages: %s: an oversize answer failed its request, the next call worked, --clip condensed\n' "$what"
+    case " ${DRAINPIPE_DIST_FEATURES:-default} " in
+        *" default "* | *" tokens "*)
+            bounded 180 "$what: an answer over --clip in tokens" node "$peers/package-checks.mjs" tokens -- \
+                "$@" proxy --clip 2000tokens -- "${server[@]}"
+            printf 'packages: %s: --clip 2000tokens condensed\n' "$what" ;;
+        *) printf 'packages: %s: built without tokens (DRAINPIPE_DIST_FEATURES=%s): no check in tokens\n' \
+            "$what" "$DRAINPIPE_DIST_FEATURES" ;;
+    esac
 }
 
 # signal_reaches_server WHAT COMMAND…: starts COMMAND proxy -- server (stdin

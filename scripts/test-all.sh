@@ -176,11 +176,12 @@ step "release packages: npm tarballs and the wheel, installed offline, under the
 # with release/dist.sh (its own build directory, target/dist), installs
 # them offline into a fresh npm prefix, venv and uv cache, and drives
 # `npx drainpipe proxy` and `uvx drainpipe proxy` with the TypeScript SDK
-# client. The checks need the packaging and the proxy, not the sandbox or
-# OpenTelemetry, nor LTO and full optimisation, which two cores pay many
-# minutes for (BENCHMARKS.md): CI builds without them. The shipped build
-# and the other four targets are release/dist.sh's, run by hand.
-DRAINPIPE_DIST_FEATURES=none CARGO_PROFILE_DIST_LTO=false CARGO_PROFILE_DIST_CODEGEN_UNITS=16 \
+# client. The checks need the packaging, the proxy and its token budgets,
+# not the sandbox or OpenTelemetry, nor LTO and full optimisation, which
+# two cores pay many minutes for (BENCHMARKS.md): CI builds without them.
+# The shipped build and the other four targets are release/dist.sh's, run
+# by hand.
+DRAINPIPE_DIST_FEATURES=tokens CARGO_PROFILE_DIST_LTO=false CARGO_PROFILE_DIST_CODEGEN_UNITS=16 \
     CARGO_PROFILE_DIST_OPT_LEVEL=1 bash release/test-packages.sh
 
 if [ "${DRAINPIPE_SKIP_BROWSER:-0}" != 1 ]; then

@@ -202,12 +202,12 @@ fn fits(clip: Clip, line: &[u8], to_come: usize) -> bool {
 }
 
 /// Tokens of `text` by `o200k_base`, the vocabulary of OpenAI's current
-/// models, built into the binary. Without the `tokens` feature, its bytes
-/// (never fewer than its tokens).
+/// models, built into the binary ([`crate::tokens`]). Without the `tokens`
+/// feature, its bytes (never fewer than its tokens).
 pub(crate) fn count_tokens(text: &str) -> u64 {
     #[cfg(feature = "tokens")]
     {
-        bpe_openai::o200k_base().count(text) as u64
+        crate::tokens::o200k().count(text) as u64
     }
     #[cfg(not(feature = "tokens"))]
     {

@@ -77,3 +77,5 @@ pub mod session;
 pub mod supervise;
 #[cfg(feature = "otel")]
 pub mod telemetry;
+#[cfg(feature = "tokens")]
+pub mod tokens;

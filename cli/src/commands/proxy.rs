@@ -216,8 +216,17 @@ pub(crate) struct EngineArgs {
 }
 
 impl EngineArgs {
-    /// The engine's configuration from these options.
+    /// The engine's configuration from these options. A budget in tokens
+    /// has its counter built now, on a thread of its own, so that the
+    /// first result does not wait for it.
     pub(crate) fn config(&self) -> ProxyConfig {
+        #[cfg(feature = "tokens")]
+        if self
+            .clip
+            .is_some_and(|clip| clip.unit == drainpipe_framer::budget::Unit::Tokens)
+        {
+            drainpipe_host::tokens::warm();
+        }
         ProxyConfig {
             framer: Config::default()
                 .with_max_frame_bytes(self.max_frame)
