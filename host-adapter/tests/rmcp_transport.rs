@@ -401,8 +401,17 @@ fn typescript_filesystem_server(root: &Path) -> Option<tokio::process::Command> 
 /// and the next call works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_over_drainpipe_with_a_typescript_sdk_server_writing_the_id_last() {
+    /// Removes the served folder (and its 30 MiB file) however the test
+    /// ends.
+    struct Served(std::path::PathBuf);
+    impl Drop for Served {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
     let root = std::env::temp_dir().join(format!("drainpipe-rmcp-ts-{}", std::process::id()));
     std::fs::create_dir_all(&root).expect("served directory");
+    let _served = Served(root.clone());
     let root = root.canonicalize().expect("canonical");
     let file = root.join("thirty.txt");
     std::fs::write(&file, "«texto» \"q\" \\ ".repeat((30 << 20) / 17)).expect("write");
@@ -436,5 +445,4 @@ async fn rmcp_over_drainpipe_with_a_typescript_sdk_server_writing_the_id_last() 
     eprintln!("figure: rmcp + server-filesystem 30 MiB read: too_large in {took:?}");
     within(20, "close", client.cancel()).await.expect("close");
     within(20, "shutdown", session.shutdown()).await;
-    let _ = std::fs::remove_dir_all(&root);
 }

@@ -235,9 +235,21 @@ fn tree_script(pids_file: &std::path::Path) -> String {
 }
 
 /// Waits for the tree of `tree_script` to run, SIGKILLs `owner` (what
-/// started it), and checks none of the tree is alive a second later.
+/// started it), and checks none of the tree is alive a second later. The
+/// pid files are removed however the test ends; if the tree never ran,
+/// `owner` is killed before the test fails, so it cannot write them later.
 fn assert_tree_dies_with(mut owner: Child, pids_file: &std::path::Path, what: &str) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+            let _ = std::fs::remove_file(self.0.with_extension("json.tmp"));
+        }
+    }
+    let _remove = Remove(pids_file.to_path_buf());
+    // Generous: under load the owner may take seconds to start (a test
+    // executable, a runtime, the supervisor, `sh`).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let pids: Vec<u32> = loop {
         if let Ok(text) = std::fs::read_to_string(pids_file) {
             break text
@@ -245,13 +257,13 @@ fn assert_tree_dies_with(mut owner: Child, pids_file: &std::path::Path, what: &s
                 .map(|l| l.trim().parse().expect("a pid"))
                 .collect();
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server never wrote its pids"
-        );
+        if std::time::Instant::now() >= deadline {
+            let _ = owner.kill();
+            let _ = owner.wait();
+            panic!("{what}: the server never wrote its pids in 60 s");
+        }
         thread::sleep(Duration::from_millis(20));
     };
-    let _ = std::fs::remove_file(pids_file);
     assert_eq!(pids.len(), 3);
     assert!(pids.iter().all(|&pid| alive(pid)), "all started: {pids:?}");
     // Let the supervisor look at the tree at least twice.
@@ -303,13 +315,20 @@ fn session_host_role() {
 /// A host running a session in its own process, with the orphan guard, is
 /// killed with SIGKILL: its server, the server's group and its `setsid`'d
 /// grandchild are gone within a second.
+///
+/// The host role is given the `drainpipe` binary this test found: left to
+/// find it itself, it checked the binary against every source, and built
+/// it when stale, within this test's wait for the tree (it once failed so
+/// under load: "the server never wrote its pids").
 #[test]
 fn a_killed_session_host_leaves_no_orphans() {
     let pids_file = temp("host-orphans");
     let _ = std::fs::remove_file(&pids_file);
+    let binary = drainpipe();
     let host = Command::new(std::env::current_exe().unwrap())
         .args(["--ignored", "--exact", "session_host_role", "--nocapture"])
         .env("DRAINPIPE_TEST_HOST_PIDS", &pids_file)
+        .env("DRAINPIPE_BIN_DIR", binary.parent().expect("a folder"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
