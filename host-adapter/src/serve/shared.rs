@@ -162,10 +162,11 @@ impl Hub {
     }
 
     /// How long no session has been on the child (zero while one is, or
-    /// while a request is out).
+    /// while a live session's request is out).
     pub(crate) fn idle_for(&self) -> Duration {
         let state = self.state.lock().expect("hub");
-        if state.fronts.iter().any(|f| f.strong_count() > 0) || !state.asked.is_empty() {
+        let live = |f: &Weak<Session>| f.strong_count() > 0;
+        if state.fronts.iter().any(live) || state.asked.values().any(|a| live(&a.front)) {
             Duration::ZERO
         } else {
             state.alone_since.elapsed()
@@ -242,18 +243,18 @@ impl Hub {
             }
             state.init_waiters.retain(|w| w.front.as_ptr() != me);
             state.with_roots.retain(|f| f.as_ptr() != me);
+            // Its `initialize`, if still out, stays: its answer is every
+            // later client's.
             let mine: Vec<u64> = state
                 .asked
                 .iter()
-                .filter(|(_, f)| f.front.as_ptr() == me)
+                .filter(|(_, f)| f.front.as_ptr() == me && !f.initialize)
                 .map(|(n, _)| *n)
                 .collect();
-            mine.into_iter()
-                .filter_map(|n| {
-                    let forwarded = state.asked.remove(&n)?;
-                    (!forwarded.initialize).then(|| cancel_line(n))
-                })
-                .collect()
+            for &n in &mine {
+                state.asked.remove(&n);
+            }
+            mine.into_iter().map(cancel_line).collect()
         };
         let Some(input) = self.input.lock().expect("input").clone() else {
             return;
