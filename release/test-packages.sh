@@ -96,8 +96,8 @@ checks() {
     case " ${DRAINPIPE_DIST_FEATURES:-default} " in
         *" default "* | *" tokens "*)
             bounded 180 "$what: an answer over --clip in tokens" node "$peers/package-checks.mjs" tokens -- \
-                "$@" proxy --clip 2000tokens -- "${server[@]}"
-            printf 'packages: %s: --clip 2000tokens condensed\n' "$what" ;;
+                "$@" proxy --clip 4000tokens -- "${server[@]}"
+            printf 'packages: %s: --clip 4000tokens condensed\n' "$what" ;;
         *) printf 'packages: %s: built without tokens (DRAINPIPE_DIST_FEATURES=%s): no check in tokens\n' \
             "$what" "$DRAINPIPE_DIST_FEATURES" ;;
     esac

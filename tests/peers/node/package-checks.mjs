@@ -11,7 +11,7 @@
 // clip: an answer over the 64 KiB budget (512 KiB) arrives condensed: within
 //   the budget, the server's own text, with drainpipe's truncation marker;
 //   the next call works.
-// tokens: the same with `--clip 2000tokens` (a binary without token budgets
+// tokens: the same with `--clip 4000tokens` (a binary without token budgets
 //   refuses the option, and the client never connects).
 // Every check throws on failure (exit 1); the last line is a JSON summary.
 
@@ -54,7 +54,7 @@ async function clip() {
   const text = clipped.content?.[0]?.text ?? "";
   const marker = clipped._meta?.["io.drainpipe/truncated"];
   summary.clipped = { chars: text.length, marker };
-  // 2,000 tokens of a run of one letter are well under 64 KiB too.
+  // 4,000 tokens of a run of one letter are well under 64 KiB too.
   check(text.length > 1000 && text.length < 64 << 10, `the text is cut to the budget: ${text.length} characters`);
   check(/^L+/.test(text), "what is kept is the server's own text");
   check(marker && marker.originalBytes > 64 << 10, `the truncation marker: ${JSON.stringify(marker)}`);
