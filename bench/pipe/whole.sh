@@ -27,5 +27,5 @@ for spec in "8000 65536" "500 1048576" "300000 1024" "1000000 100"; do
         proxies+=("$(ms "$bin proxy --metrics none -- $writer > /dev/null < /dev/null")")
     done
     c="$(median "${cats[@]}")" p="$(median "${proxies[@]}")"
-    echo "{\"size\":$size,\"lines\":$n,\"catMs\":[${cats[*]// /,}],\"proxyMs\":[${proxies[*]// /,}],\"catMedian\":$c,\"proxyMedian\":$p,\"share\":$((100 * c / p))}"
+    echo "{\"size\":$size,\"lines\":$n,\"catMs\":[$(IFS=,; echo "${cats[*]}")],\"proxyMs\":[$(IFS=,; echo "${proxies[*]}")],\"catMedian\":$c,\"proxyMedian\":$p,\"share\":$((100 * c / p))}"
 done
