@@ -177,6 +177,28 @@ function send(url, method, headers, body) {
 }
 
 /** The body of a JSON response, or the response to `id` from an event stream (the rest is drained). */
+/**
+ * The whole events at the start of `buf`: `msg` is the response to `id` if
+ * one of them carries it (nothing after it is kept), `rest` what follows
+ * the last whole event.
+ */
+function scanEvents(buf, id) {
+  let cut;
+  while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
+    const event = buf.slice(0, cut);
+    buf = buf.slice(cut + (buf[cut] === '\r' ? 4 : 2));
+    const data = event
+      .split(/\r?\n/)
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(l[5] === ' ' ? 6 : 5))
+      .join('\n');
+    if (!data) continue;
+    const msg = JSON.parse(data);
+    if (msg.id === id && !msg.method) return { msg, rest: '' };
+  }
+  return { msg: null, rest: buf };
+}
+
 function answer(res, id) {
   return new Promise((resolve, reject) => {
     const json = (res.headers['content-type'] ?? '').includes('application/json');
@@ -187,23 +209,11 @@ function answer(res, id) {
       if (found) return;
       buf += chunk;
       if (json) return;
-      let cut;
-      while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
-        const event = buf.slice(0, cut);
-        buf = buf.slice(cut + (buf[cut] === '\r' ? 4 : 2));
-        const data = event
-          .split(/\r?\n/)
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(l[5] === ' ' ? 6 : 5))
-          .join('\n');
-        if (!data) continue;
-        const msg = JSON.parse(data);
-        if (msg.id === id && !msg.method) {
-          found = true;
-          buf = '';
-          resolve(msg);
-          return;
-        }
+      const scanned = scanEvents(buf, id);
+      buf = scanned.rest;
+      if (scanned.msg) {
+        found = true;
+        resolve(scanned.msg);
       }
     });
     res.on('end', () => {
@@ -256,19 +266,9 @@ async function readEvent(res, id) {
       const { value, done } = await reader.read();
       if (done) throw new Error('event stream ended without the response');
       buf += value;
-      let cut;
-      while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
-        const event = buf.slice(0, cut);
-        buf = buf.slice(cut + (buf[cut] === '\r' ? 4 : 2));
-        const data = event
-          .split(/\r?\n/)
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(l[5] === ' ' ? 6 : 5))
-          .join('\n');
-        if (!data) continue;
-        const msg = JSON.parse(data);
-        if (msg.id === id && !msg.method) return msg;
-      }
+      const scanned = scanEvents(buf, id);
+      if (scanned.msg) return scanned.msg;
+      buf = scanned.rest;
     }
   } finally {
     reader.cancel().catch(() => {});

@@ -600,17 +600,12 @@ impl Session {
             }
         }
         for id in taken {
-            let line = crate::pipe::jsonrpc::error_line(
-                id.as_bytes(),
+            let error = error_message(
+                &id,
                 INVALID_REQUEST,
                 "a request with this id is already waiting in this session",
             );
-            emit(
-                &mut state,
-                &outlet,
-                Bytes::copy_from_slice(trim_newline(&line)),
-                config.replay_bytes,
-            );
+            emit(&mut state, &outlet, error, config.replay_bytes);
         }
         if events {
             state.posts.push(outlet.clone());
@@ -899,12 +894,11 @@ impl Session {
                         .cloned()
                         .collect();
                     for lost in std::iter::once(&id).chain(&others) {
-                        let line = crate::pipe::jsonrpc::error_line(
-                            lost.as_bytes(),
+                        let bytes = error_message(
+                            lost,
                             UNREAD,
                             "the answer was dropped: this client did not read its stream (past serve's --stream-queue)",
                         );
-                        let bytes = Bytes::copy_from_slice(trim_newline(&line));
                         let event = outlet
                             .events
                             .then(|| state.record(outlet.stream, bytes.clone(), limit));
@@ -974,17 +968,12 @@ impl Session {
         let waiting: Vec<(String, Arc<Outlet>)> = state.waiting.drain().collect();
         for (id, outlet) in waiting {
             outlet.waiting.lock().expect("outlet").remove(&id);
-            let line = crate::pipe::jsonrpc::error_line(
-                id.as_bytes(),
+            let error = error_message(
+                &id,
                 SERVER_GONE,
                 "the session's server ended without answering",
             );
-            emit(
-                &mut state,
-                &outlet,
-                Bytes::copy_from_slice(trim_newline(&line)),
-                limit,
-            );
+            emit(&mut state, &outlet, error, limit);
         }
         let standalone = state.standalone.take();
         let detached: Vec<_> = state.detached.drain(..).map(|(o, _)| o).collect();
@@ -1057,8 +1046,11 @@ fn emit(state: &mut State, outlet: &Outlet, bytes: Bytes, limit: usize) -> bool 
     outlet.offer(Item::Message { event, bytes })
 }
 
-fn trim_newline(line: &[u8]) -> &[u8] {
-    line.strip_suffix(b"\n").unwrap_or(line)
+/// An error answering the request `id` (normalised JSON), as a stream
+/// carries it (no line end).
+fn error_message(id: &str, code: i64, text: &str) -> Bytes {
+    let line = crate::pipe::jsonrpc::error_line(id.as_bytes(), code, text);
+    Bytes::copy_from_slice(line.strip_suffix(b"\n").unwrap_or(&line))
 }
 
 /// A JSON value as a map key: its canonical text, the same for an id

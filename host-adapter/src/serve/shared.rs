@@ -391,6 +391,31 @@ impl HubState {
         splice.apply(&line)
     }
 
+    /// The child answered the first `initialize`: a result is kept for
+    /// every later one (and given to those waiting); an error is given to
+    /// those waiting, and the next `initialize` is sent to the child.
+    fn answered_initialize(&mut self, message: &[u8], deliveries: &mut Vec<Delivery>) {
+        let top = Span::whole(message);
+        let result = top.and_then(|t| t.member(message, "result"));
+        let id = top.and_then(|t| t.member(message, "id"));
+        self.init = match result {
+            Some(result) => Init::Answered(Bytes::copy_from_slice(result.bytes(message))),
+            None => Init::Unasked,
+        };
+        for waiter in std::mem::take(&mut self.init_waiters) {
+            let line = match (&self.init, id) {
+                (Init::Answered(result), _) => answer_line(&waiter.id, result),
+                (_, Some(id)) => {
+                    let mut splice = Splice::new();
+                    splice.replace(id, &waiter.id);
+                    splice.apply(message)
+                }
+                _ => continue,
+            };
+            deliveries.push(Delivery::answer(&waiter, line));
+        }
+    }
+
     /// The session the child's own request goes to.
     fn requester(&self) -> Option<Weak<Session>> {
         let working = self
@@ -506,33 +531,6 @@ impl Router for Hub {
         }
         for front in fronts.iter().filter_map(Weak::upgrade) {
             front.finish();
-        }
-    }
-}
-
-impl HubState {
-    /// The child answered the first `initialize`: a result is kept for
-    /// every later one (and given to those waiting); an error is given to
-    /// those waiting, and the next `initialize` is sent to the child.
-    fn answered_initialize(&mut self, message: &[u8], deliveries: &mut Vec<Delivery>) {
-        let top = Span::whole(message);
-        let result = top.and_then(|t| t.member(message, "result"));
-        let id = top.and_then(|t| t.member(message, "id"));
-        self.init = match result {
-            Some(result) => Init::Answered(Bytes::copy_from_slice(result.bytes(message))),
-            None => Init::Unasked,
-        };
-        for waiter in std::mem::take(&mut self.init_waiters) {
-            let line = match (&self.init, id) {
-                (Init::Answered(result), _) => answer_line(&waiter.id, result),
-                (_, Some(id)) => {
-                    let mut splice = Splice::new();
-                    splice.replace(id, &waiter.id);
-                    splice.apply(message)
-                }
-                _ => continue,
-            };
-            deliveries.push(Delivery::answer(&waiter, line));
         }
     }
 }
