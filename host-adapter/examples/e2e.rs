@@ -354,6 +354,10 @@ async fn main() {
             let count: u64 = args.get(1).map_or(300_000, |s| s.parse().expect("COUNT"));
             pipe_speed(count).await;
         }
+        Some("whole") => {
+            let rounds: usize = args.get(1).map_or(5, |s| s.parse().expect("ROUNDS"));
+            whole(rounds, args.get(2).map(std::path::PathBuf::from)).await;
+        }
         Some("session-speed") => {
             // One session run of `pipe-speed`'s 100 B load, for a profiler.
             let count = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(300_000);
@@ -385,7 +389,7 @@ async fn main() {
             otel_cost(calls, count).await;
         }
         _ => eprintln!(
-            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk] [--paths direct,relay,relay-poll,relay-tokio,relay-framed,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2] | e2e relay [--poll | --tokio | --framed] <command…> | e2e session-speed [COUNT] [block-on]"
+            "usage: e2e throughput [GIB] | e2e flood <GIB> <native|component> | e2e id-last [MIB] | e2e proxy-result [MIB] | e2e pipe-speed [COUNT] | e2e whole [ROUNDS] [DRAINPIPE] | e2e otel-cost [CALLS] [COUNT] | e2e latency [CALLS] [--rounds N] [--clients raw,node] [--servers rust,python,sdk] [--paths direct,relay,relay-poll,relay-tokio,relay-framed,proxy,clip,sandbox,session,governor,ultra-lean] [--burners 0,2] | e2e relay [--poll | --tokio | --framed] <command…> | e2e session-speed [COUNT] [block-on]"
         ),
     }
 }
@@ -567,6 +571,63 @@ async fn pipe_speed(count: u64) {
                 } else {
                     String::new()
                 }
+            );
+        }
+    }
+}
+
+/// The headline rows: the pipe as a user runs it. `writer | cat >
+/// /dev/null` against `drainpipe proxy -- writer > /dev/null`, each timed
+/// from its start to the exit of its last process (the writer's start-up
+/// included in both), nothing sampling beside them, `rounds` interleaved
+/// rounds, medians. The writers send notifications of exactly the row's
+/// size in writes of about 1 MiB, from Python and from Rust: 8,000 of
+/// 64 KiB, 500 of 1 MiB, 300,000 of 1 KiB, 1,000,000 of 100 B. The proxy
+/// is `drainpipe` (another build, to compare), else the one built beside
+/// this bench.
+async fn whole(rounds: usize, drainpipe: Option<std::path::PathBuf>) {
+    let drainpipe = drainpipe.unwrap_or_else(|| {
+        let fixture = fixture();
+        std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
+    });
+    println!(
+        "| lines | writer | `cat`, median of {rounds} | proxy, median of {rounds} | the proxy's share of `cat`'s speed | goal |"
+    );
+    println!("|---|---|---:|---:|---:|---:|");
+    for (count, size, goal) in [
+        (8_000u64, 64usize << 10, "90 %"),
+        (500, 1 << 20, "90 %"),
+        (300_000, 1 << 10, "—"),
+        (1_000_000, 100, "75 %"),
+    ] {
+        for producer in [Producer::Python, Producer::Rust] {
+            let load = Load {
+                count,
+                size,
+                producer,
+            };
+            let (mut cats, mut proxies) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                cats.push(to_dev_null(None, load).await.2);
+                proxies.push(to_dev_null(Some(&drainpipe), load).await.2);
+            }
+            cats.sort();
+            proxies.sort();
+            let (cat, proxy) = (cats[rounds / 2], proxies[rounds / 2]);
+            let size = match size {
+                s if s >= 1 << 20 => format!("{} MiB", s >> 20),
+                s if s >= 1 << 10 => format!("{} KiB", s >> 10),
+                s => format!("{s} B"),
+            };
+            println!(
+                "| {count} of {size} | {} | {} ms | {} ms | {:.0} % | {goal} |",
+                match producer {
+                    Producer::Python => "Python",
+                    _ => "Rust",
+                },
+                cat.as_millis(),
+                proxy.as_millis(),
+                100.0 * cat.as_secs_f64() / proxy.as_secs_f64(),
             );
         }
     }
