@@ -12,7 +12,8 @@
 //!
 //! Needs `bash tests/peers/setup.sh`; see `drainpipe_release::peers`.
 
-use drainpipe_release::peers::{self, proxy_argv, run_client};
+use drainpipe_host::session::Session;
+use drainpipe_release::peers::{self, command, proxy_argv, run_client};
 use drainpipe_release::*;
 use serde_json::json;
 
@@ -255,4 +256,140 @@ async fn server_filesystem_listings_lose_nothing() {
             );
         }
     }
+}
+
+/// The whole of the value at `uri`, read page by page with
+/// `resources/read`, and its size as the pages give it.
+async fn read_whole(session: &Session, uri: &str) -> (Vec<u8>, u64) {
+    let (mut all, mut next, mut size) = (Vec::new(), uri.to_string(), 0);
+    loop {
+        let page = within(
+            20,
+            "resources/read",
+            session.call("resources/read", json!({ "uri": next }), opts(15)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("resources/read {next}: {e}"))
+        .result;
+        let text = page["contents"][0]["text"].as_str().expect("a text page");
+        all.extend_from_slice(text.as_bytes());
+        size = page["_meta"]["io.drainpipe/range"]["size"]
+            .as_u64()
+            .unwrap_or(size);
+        match page["_meta"]["io.drainpipe/next"].as_str() {
+            Some(uri) => next = uri.to_string(),
+            None => return (all, size),
+        }
+        assert!(all.len() < 64 << 20, "reading {uri} ends");
+    }
+}
+
+/// One stored copy: the Python SDK's list cut at 64 KiB keeps one file in
+/// the spill store, the items, whose size is the `structuredContent` link's;
+/// the `content` link reads the same items as the text blocks the server
+/// wrote (its own size, larger), each block's text the pretty JSON of the
+/// item on the same line of the other link, none missing. Without the
+/// shared copy the store holds two files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mirrored_list_is_stored_once_and_read_in_both_shapes() {
+    let Some(python) = peers::gate("the Python peer", peers::python()) else {
+        return;
+    };
+    let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
+        return;
+    };
+    let tmp = std::env::temp_dir().join(format!("drainpipe-mirror-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).expect("a temp dir");
+    struct Gone(std::path::PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _gone = Gone(tmp.clone());
+    let argv = proxy_argv(
+        &drainpipe,
+        &["--clip", "64KiB", "--metrics", "none"],
+        &python.server(),
+    );
+    let mut command = command(&argv);
+    command.env("TMPDIR", &tmp);
+    let session = start_session(command, limited(16 << 20)).await;
+    let result = within(
+        60,
+        "hits(5000) through the proxy",
+        tool(&session, "hits", json!({"count": 5_000}), opts(55)),
+    )
+    .await
+    .expect("a condensed result")
+    .result;
+    // A link is named `<pointer> from item <first>`.
+    let link = |pointer: &str| {
+        let block = result["content"]
+            .as_array()
+            .expect("content")
+            .iter()
+            .find(|b| {
+                b["type"] == "resource_link"
+                    && b["name"]
+                        .as_str()
+                        .is_some_and(|n| n.starts_with(&format!("{pointer} from item ")))
+            })
+            .unwrap_or_else(|| panic!("no link to {pointer}: {result}"))
+            .clone();
+        let first: usize = block["name"]
+            .as_str()
+            .and_then(|n| n.rsplit(' ').next()?.parse().ok())
+            .expect("the first item linked");
+        (block, first)
+    };
+    let ((blocks, blocks_from), (items, items_from)) =
+        (link("content"), link("structuredContent/result"));
+    let stored: Vec<u64> = std::fs::read_dir(&tmp)
+        .expect("the temp dir")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("drainpipe-spill-")
+        })
+        .flat_map(|dir| std::fs::read_dir(dir.path()).expect("the spill dir"))
+        .flatten()
+        .filter(|e| e.file_name() != ".lock")
+        .map(|e| e.metadata().expect("metadata").len())
+        .collect();
+    assert_eq!(
+        stored,
+        vec![items["size"].as_u64().expect("size")],
+        "one file, the items"
+    );
+    assert!(
+        blocks["size"].as_u64() > items["size"].as_u64(),
+        "{blocks} {items}"
+    );
+    let (block_bytes, block_size) =
+        read_whole(&session, blocks["uri"].as_str().expect("uri")).await;
+    let (item_bytes, _) = read_whole(&session, items["uri"].as_str().expect("uri")).await;
+    assert_eq!(block_bytes.len() as u64, block_size);
+    let blocks: Vec<serde_json::Value> = serde_json::from_slice(&block_bytes).expect("the blocks");
+    let items: Vec<serde_json::Value> = serde_json::from_slice(&item_bytes).expect("the items");
+    // Every item from the first linked on, in order, in both shapes.
+    assert!(blocks_from >= items_from, "{blocks_from} {items_from}");
+    assert_eq!(items.len(), 5_000 - items_from);
+    assert_eq!(blocks.len(), 5_000 - blocks_from);
+    for (n, item) in items.iter().enumerate() {
+        assert_eq!(item["line"], json!(items_from + n), "{item}");
+    }
+    for (block, item) in blocks.iter().zip(&items[blocks_from - items_from..]) {
+        assert_eq!(block["type"], "text", "{block}");
+        let text: serde_json::Value =
+            serde_json::from_str(block["text"].as_str().expect("text")).expect("JSON text");
+        assert_eq!(&text, item);
+        assert!(
+            block["text"].as_str().is_some_and(|t| t.contains("\n  \"")),
+            "{block}"
+        );
+    }
+    shutdown_clean(&session).await;
 }

@@ -25,7 +25,12 @@
 //!   writer's buffers. A page read is at most the content budget.
 //! - **Order**: a value's link is written only once its file is complete,
 //!   so a host that reads a link finds the whole value.
+//! - **One copy**: values with the same contents (a text and its mirror)
+//!   share one file; a list's text blocks that are exactly its items
+//!   pretty-printed are read from the items' file ([`mirror`]), theirs
+//!   removed once the line is linked.
 
+mod mirror;
 mod read;
 pub(crate) mod rpc;
 mod writer;
@@ -40,8 +45,9 @@ use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use drainpipe_framer::budget::{Link, Links, Spill, SpillKind};
+use drainpipe_framer::budget::{Link, Links, Spill, SpillKind, Spilled};
 
+use self::mirror::Mirror;
 use crate::pipe::sys;
 
 /// The URI scheme and path of spilled values.
@@ -95,6 +101,16 @@ struct FileEntry {
     linked: bool,
 }
 
+/// What a link names: a file, with the media type the link gave, read as
+/// it is or, for the `content` rest of a mirrored list, through the view
+/// that renders its items as text blocks.
+#[derive(Clone, Debug)]
+struct Linked {
+    file: u64,
+    mime: String,
+    mirror: Option<Arc<Mirror>>,
+}
+
 /// What the store knows, shared by the router, the writer and readers.
 #[derive(Debug, Default)]
 struct State {
@@ -109,8 +125,8 @@ struct State {
     /// evicted (a line's values are linked or discarded as a whole).
     pending: u64,
     next_result: u64,
-    /// `<n>/<k>` → file, with the media type the link gave.
-    links: HashMap<String, (u64, String)>,
+    /// `<n>/<k>` → what its link names.
+    links: HashMap<String, Linked>,
     /// Values evicted so far.
     evictions: u64,
 }
@@ -433,6 +449,7 @@ impl LineSpill {
                 }
             }
         }
+        let mirrored = self.mirrored(links.values(), &files, &done, &target);
         let (token, n) = {
             let mut state = self.store.shared.state();
             let n = state.next_result;
@@ -454,6 +471,21 @@ impl LineSpill {
             let mut state = self.store.shared.state();
             let mut mine = Vec::new();
             for (k, value) in links.values().iter().enumerate() {
+                if let Some((content, items, mirror)) = &mirrored
+                    && *content == k
+                    && let Some(file) = files[*items]
+                {
+                    // Its own file is left unlinked: removed with the line.
+                    state.links.insert(
+                        format!("{token}-{n}/{k}"),
+                        Linked {
+                            file,
+                            mime: value.mime.clone(),
+                            mirror: Some(mirror.clone()),
+                        },
+                    );
+                    continue;
+                }
                 if target[k] == k
                     && done[k].is_some()
                     && let Some(file) = files[k]
@@ -466,15 +498,55 @@ impl LineSpill {
                         state.pending -= bytes;
                     }
                     mine.push(file);
-                    state
-                        .links
-                        .insert(format!("{token}-{n}/{k}"), (file, value.mime.clone()));
+                    state.links.insert(
+                        format!("{token}-{n}/{k}"),
+                        Linked {
+                            file,
+                            mime: value.mime.clone(),
+                            mirror: None,
+                        },
+                    );
                 }
             }
             // Now that they are kept, older kept values make room for them.
             writer::evict_for(&self.store.shared, &mut state, &mine);
         }
         (written, problems)
+    }
+}
+
+impl LineSpill {
+    /// A list the line mirrors in `content` and `structuredContent.result`
+    /// (both cut, the blocks at the same item or later, both files
+    /// complete): the `content`
+    /// value's number, the items' and the view that reads the first from
+    /// the second's file, when the first is exactly the second rendered
+    /// (see `mirror`). A failed read of either file keeps both.
+    fn mirrored(
+        &self,
+        values: &[Spilled],
+        files: &[Option<u64>],
+        done: &[Option<u64>],
+        target: &[usize],
+    ) -> Option<(usize, usize, Arc<Mirror>)> {
+        let rest = |pointer: &str| {
+            values.iter().enumerate().find_map(|(k, value)| {
+                let first = value.kind.first()?;
+                (value.pointer == pointer && target[k] == k && done[k].is_some())
+                    .then_some((k, first, files[k]?))
+            })
+        };
+        let (content, first, content_file) = rest("/content")?;
+        let (items, items_first, items_file) = rest("/structuredContent/result")?;
+        // The structured copy is often cut sooner (it keeps its last items
+        // too): the blocks' rest is then the items' from a later one.
+        let skip = first.checked_sub(items_first)?;
+        if content_file == items_file {
+            return None;
+        }
+        let path = |file| self.store.shared.path(file);
+        let mirror = Mirror::check(&path(content_file), &path(items_file), skip).ok()??;
+        Some((content, items, Arc::new(mirror)))
     }
 }
 

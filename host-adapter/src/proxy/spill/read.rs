@@ -4,13 +4,14 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use drainpipe_framer::budget::SpillKind;
 use regex::bytes::Regex;
 
-use super::{FileState, SpillStore, URI_PREFIX};
+use super::{FileState, Linked, Mirror, SpillStore, URI_PREFIX};
 
 /// A spilled value, opened for reading.
 pub(crate) struct Value {
@@ -18,6 +19,8 @@ pub(crate) struct Value {
     pub(crate) kind: SpillKind,
     pub(crate) mime: String,
     pub(crate) size: u64,
+    /// The `content` rest of a mirrored list: `file` holds its items.
+    mirror: Option<Arc<Mirror>>,
 }
 
 /// What a URI names.
@@ -76,14 +79,14 @@ impl SpillStore {
     /// Opens the value named `name` (`<n>/<k>`).
     pub(crate) fn lookup(&self, name: &str) -> Lookup {
         let state = self.shared.state();
-        let Some((file, mime)) = state.links.get(name).cloned() else {
+        let Some(Linked { file, mime, mirror }) = state.links.get(name).cloned() else {
             return Lookup::Unknown;
         };
         let Some(entry) = state.files.get(&file) else {
             return Lookup::Unknown;
         };
         let (size, kind) = match entry.state {
-            FileState::Complete { len } => (len, entry.kind),
+            FileState::Complete { len } => (mirror.as_ref().map_or(len, |m| m.len()), entry.kind),
             FileState::Evicted => return Lookup::Evicted,
             _ => return Lookup::Unknown,
         };
@@ -95,6 +98,7 @@ impl SpillStore {
                 kind,
                 mime,
                 size,
+                mirror,
             }),
             Err(_) => Lookup::Evicted,
         }
@@ -120,15 +124,17 @@ impl SpillStore {
         let mut listed: Vec<Listed> = state
             .links
             .iter()
-            .filter_map(|(name, (file, mime))| match state.files.get(file)?.state {
-                FileState::Complete { len } => Some(Listed {
-                    file: *file,
-                    name: name.clone(),
-                    mime: mime.clone(),
-                    size: len,
-                }),
-                _ => None,
-            })
+            .filter_map(
+                |(name, linked)| match state.files.get(&linked.file)?.state {
+                    FileState::Complete { len } => Some(Listed {
+                        file: linked.file,
+                        name: name.clone(),
+                        mime: linked.mime.clone(),
+                        size: linked.mirror.as_ref().map_or(len, |m| m.len()),
+                    }),
+                    _ => None,
+                },
+            )
             .collect();
         listed.sort_by(|a, b| (a.file, &a.name).cmp(&(b.file, &b.name)));
         listed
@@ -154,6 +160,9 @@ pub(crate) struct Text {
 
 impl Value {
     fn read_at(&mut self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        if let Some(mirror) = &self.mirror {
+            return mirror.read_at(&mut self.file, offset, len);
+        }
         self.file.seek(SeekFrom::Start(offset))?;
         let mut bytes = Vec::with_capacity(len);
         (&mut self.file).take(len as u64).read_to_end(&mut bytes)?;
@@ -253,14 +262,11 @@ impl Value {
         const SHOWN_LINE: usize = 2000;
         let start = self.char_start(offset)?;
         let end = end.min(self.size).max(start);
-        self.file.seek(SeekFrom::Start(start))?;
-        let mut input = (&mut self.file).take(end - start);
         let mut out = String::new();
         let mut wire = 0;
         let mut found = 0;
         let mut line: Vec<u8> = Vec::new();
         let mut line_start = start;
-        let mut block = vec![0u8; 1 << 20];
         let mut at = start;
         // Adds a matching line's entry; false when it does not fit. The
         // first match always gets in, shortened to the room, so a search
@@ -310,12 +316,12 @@ impl Value {
             *found += 1;
             true
         };
-        loop {
-            let n = input.read(&mut block)?;
-            if n == 0 {
+        while at < end {
+            let block = self.read_at(at, (end - at).min(1 << 20) as usize)?;
+            if block.is_empty() {
                 break;
             }
-            let mut rest = &block[..n];
+            let mut rest = &block[..];
             while !rest.is_empty() {
                 let (piece, newline) = match memchr::memchr(b'\n', rest) {
                     Some(i) => (&rest[..i], true),
