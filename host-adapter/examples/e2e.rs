@@ -158,6 +158,13 @@ fn fixture() -> Command {
     Command::new(path)
 }
 
+/// The `drainpipe` binary built beside the fixture (`cargo build --release
+/// -p drainpipe-cli --bins`).
+fn built_drainpipe() -> std::path::PathBuf {
+    let fixture = fixture();
+    std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
+}
+
 /// One id-last oversize answer of `mib` MiB: returns (limit crossed, error,
 /// line ended), each from the moment the request was sent.
 async fn id_last(mib: u64, others_pending: bool) -> (Duration, Duration, Duration) {
@@ -222,8 +229,7 @@ async fn proxy_result(mib: u64, proxy_args: &[&str]) -> (Duration, Duration, usi
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let fixture = fixture();
     let dir = fixture.as_std().get_program().to_owned();
-    let drainpipe = std::path::Path::new(&dir).with_file_name("drainpipe");
-    let mut child = Command::new(drainpipe)
+    let mut child = Command::new(built_drainpipe())
         .arg("proxy")
         .args(proxy_args)
         .args(["--metrics", "none", "--"])
@@ -496,10 +502,7 @@ type Run = (u64, u64, Duration, u64);
 
 async fn pipe_speed(count: u64) {
     const ROUNDS: usize = 5;
-    let drainpipe = {
-        let fixture = fixture();
-        std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
-    };
+    let drainpipe = built_drainpipe();
     println!(
         "| size | path | messages | time (median of {ROUNDS}) | messages/s | MB/s | share of the pipe | peak RSS |"
     );
@@ -586,10 +589,7 @@ async fn pipe_speed(count: u64) {
 /// is `drainpipe` (another build, to compare), else the one built beside
 /// this bench.
 async fn whole(rounds: usize, drainpipe: Option<std::path::PathBuf>) {
-    let drainpipe = drainpipe.unwrap_or_else(|| {
-        let fixture = fixture();
-        std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
-    });
+    let drainpipe = drainpipe.unwrap_or_else(built_drainpipe);
     println!(
         "| lines | writer | `cat`, median of {rounds} | proxy, median of {rounds} | the proxy's share of `cat`'s speed | goal |"
     );
@@ -950,10 +950,7 @@ async fn echo_round_trips(
 /// that answers, and to one that accepts connections and never answers.
 async fn otel_cost(calls: usize, count: u64) {
     const ROUNDS: usize = 5;
-    let drainpipe = {
-        let fixture = fixture();
-        std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
-    };
+    let drainpipe = built_drainpipe();
     let answering = collector(true);
     let black_hole = collector(false);
     let settings: [(&str, Option<&str>); 3] = [
@@ -1521,10 +1518,7 @@ impl LatencyPlan {
 /// p99.9 of `calls` round trips per path (`rounds` interleaved rounds of
 /// `calls / rounds`, each on fresh processes, pooled).
 async fn latency(plan: LatencyPlan) {
-    let drainpipe = {
-        let fixture = fixture();
-        std::path::Path::new(fixture.as_std().get_program()).with_file_name("drainpipe")
-    };
+    let drainpipe = built_drainpipe();
     let clients: Vec<Client> = [("raw", Client::Raw), ("node", Client::Node)]
         .into_iter()
         .filter(|(key, _)| plan.clients.iter().any(|c| c == key))
