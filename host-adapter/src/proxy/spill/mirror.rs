@@ -319,14 +319,32 @@ mod tests {
         (join(blocks), join(items))
     }
 
-    fn files(name: &str, content: &[u8], items: &[u8]) -> (std::path::PathBuf, std::path::PathBuf) {
+    /// The two rests written to files in a directory of their own,
+    /// removed when dropped (a failing test too leaves nothing behind).
+    struct Files {
+        dir: std::path::PathBuf,
+        content: std::path::PathBuf,
+        items: std::path::PathBuf,
+    }
+
+    impl Drop for Files {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    fn files(name: &str, content: &[u8], items: &[u8]) -> Files {
         let dir =
             std::env::temp_dir().join(format!("drainpipe-mirror-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
-        let (a, b) = (dir.join("content"), dir.join("items"));
-        std::fs::write(&a, content).expect("write");
-        std::fs::write(&b, items).expect("write");
-        (a, b)
+        let files = Files {
+            content: dir.join("content"),
+            items: dir.join("items"),
+            dir,
+        };
+        std::fs::write(&files.content, content).expect("write");
+        std::fs::write(&files.items, items).expect("write");
+        files
     }
 
     /// Items of every shape (nested, empty containers, escapes, control
@@ -358,10 +376,12 @@ mod tests {
     }
 
     fn read_back_whole(content: &[u8], stored: &[u8]) {
-        let (a, b) = files("whole", content, stored);
-        let mirror = Mirror::check(&a, &b, 0).expect("read").expect("a mirror");
+        let f = files("whole", content, stored);
+        let mirror = Mirror::check(&f.content, &f.items, 0)
+            .expect("read")
+            .expect("a mirror");
         assert_eq!(mirror.len(), content.len() as u64);
-        let mut file = File::open(&b).expect("open");
+        let mut file = File::open(&f.items).expect("open");
         assert_eq!(
             mirror.read_at(&mut file, 0, usize::MAX).expect("read"),
             content
@@ -383,7 +403,6 @@ mod tests {
                 .expect("read")
                 .is_empty()
         );
-        let _ = std::fs::remove_dir_all(a.parent().expect("dir"));
     }
 
     /// The blocks cut later than the items (the items keep their last
@@ -397,10 +416,12 @@ mod tests {
             .collect();
         let (_, stored) = rests(&items[3..]);
         let (content, _) = rests(&items[420..]);
-        let (a, b) = files("later", &content, &stored);
-        let mirror = Mirror::check(&a, &b, 417).expect("read").expect("a mirror");
+        let f = files("later", &content, &stored);
+        let mirror = Mirror::check(&f.content, &f.items, 417)
+            .expect("read")
+            .expect("a mirror");
         assert_eq!(mirror.len(), content.len() as u64);
-        let mut file = File::open(&b).expect("open");
+        let mut file = File::open(&f.items).expect("open");
         assert_eq!(
             mirror.read_at(&mut file, 0, usize::MAX).expect("read"),
             content
@@ -416,11 +437,12 @@ mod tests {
         }
         for skip in [416, 418, 0, 997] {
             assert!(
-                Mirror::check(&a, &b, skip).expect("read").is_none(),
+                Mirror::check(&f.content, &f.items, skip)
+                    .expect("read")
+                    .is_none(),
                 "skip {skip}"
             );
         }
-        let _ = std::fs::remove_dir_all(a.parent().expect("dir"));
     }
 
     /// One byte off anywhere, a block with more than its text, another
@@ -449,16 +471,20 @@ mod tests {
         let (fewer, _) = rests(&items[..9]);
         cases.push(fewer);
         for (k, case) in cases.iter().enumerate() {
-            let (a, b) = files(&format!("off-{k}"), case, &stored);
+            let f = files(&format!("off-{k}"), case, &stored);
             assert!(
-                Mirror::check(&a, &b, 0).expect("read").is_none(),
+                Mirror::check(&f.content, &f.items, 0)
+                    .expect("read")
+                    .is_none(),
                 "case {k}"
             );
-            let _ = std::fs::remove_dir_all(a.parent().expect("dir"));
         }
         let (_, more) = rests(&items[..9]);
-        let (a, b) = files("more", &content, &more);
-        assert!(Mirror::check(&a, &b, 0).expect("read").is_none());
-        let _ = std::fs::remove_dir_all(a.parent().expect("dir"));
+        let f = files("more", &content, &more);
+        assert!(
+            Mirror::check(&f.content, &f.items, 0)
+                .expect("read")
+                .is_none()
+        );
     }
 }
