@@ -371,13 +371,22 @@ mod tests {
         }
         for block in [Block::TypeFirst, Block::TextFirst] {
             let (content, stored) = rests_shaped(&items, block);
-            read_back_whole(&content, &stored);
+            let f = files("whole", &content, &stored);
+            let end = content.len() as u64;
+            read_back(
+                &f,
+                &content,
+                0,
+                &[(0, 1), (1, 100), (12_345, 70_000), (end - 3, 10)],
+            );
         }
     }
 
-    fn read_back_whole(content: &[u8], stored: &[u8]) {
-        let f = files("whole", content, stored);
-        let mirror = Mirror::check(&f.content, &f.items, 0)
+    /// The view of `f` from item `skip` is found, is `content`'s size,
+    /// reads back whole and at each of `ranges` as `content`, and gives
+    /// nothing past its end.
+    fn read_back(f: &Files, content: &[u8], skip: u64, ranges: &[(u64, usize)]) {
+        let mirror = Mirror::check(&f.content, &f.items, skip)
             .expect("read")
             .expect("a mirror");
         assert_eq!(mirror.len(), content.len() as u64);
@@ -386,23 +395,14 @@ mod tests {
             mirror.read_at(&mut file, 0, usize::MAX).expect("read"),
             content
         );
-        for (offset, len) in [
-            (0, 1),
-            (1, 100),
-            (12_345, 70_000),
-            (content.len() as u64 - 3, 10),
-        ] {
+        for &(offset, len) in ranges {
             let got = mirror.read_at(&mut file, offset, len).expect("read");
             let from = offset as usize;
             let to = (from + len).min(content.len());
             assert_eq!(got, &content[from..to], "{offset} {len}");
         }
-        assert!(
-            mirror
-                .read_at(&mut file, content.len() as u64, 10)
-                .expect("read")
-                .is_empty()
-        );
+        let end = content.len() as u64;
+        assert!(mirror.read_at(&mut file, end, 10).expect("read").is_empty());
     }
 
     /// The blocks cut later than the items (the items keep their last
@@ -417,24 +417,12 @@ mod tests {
         let (_, stored) = rests(&items[3..]);
         let (content, _) = rests(&items[420..]);
         let f = files("later", &content, &stored);
-        let mirror = Mirror::check(&f.content, &f.items, 417)
-            .expect("read")
-            .expect("a mirror");
-        assert_eq!(mirror.len(), content.len() as u64);
-        let mut file = File::open(&f.items).expect("open");
-        assert_eq!(
-            mirror.read_at(&mut file, 0, usize::MAX).expect("read"),
-            content
-        );
-        for offset in [0, 1, 2, 3, 5_000, content.len() as u64 - 1] {
-            let got = mirror.read_at(&mut file, offset, 3_000).expect("read");
-            let from = offset as usize;
-            assert_eq!(
-                got,
-                &content[from..(from + 3_000).min(content.len())],
-                "{offset}"
-            );
-        }
+        let end = content.len() as u64;
+        let ranges: Vec<(u64, usize)> = [0, 1, 2, 3, 5_000, end - 1]
+            .into_iter()
+            .map(|offset| (offset, 3_000))
+            .collect();
+        read_back(&f, &content, 417, &ranges);
         for skip in [416, 418, 0, 997] {
             assert!(
                 Mirror::check(&f.content, &f.items, skip)
