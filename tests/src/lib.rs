@@ -11,6 +11,7 @@ pub mod http1;
 pub mod otlp;
 pub mod peers;
 pub mod served;
+pub mod spill_dir;
 pub mod text_file;
 pub mod tls;
 

@@ -14,6 +14,7 @@
 
 use drainpipe_host::session::Session;
 use drainpipe_release::peers::{self, command, proxy_argv, run_client};
+use drainpipe_release::spill_dir::TempDir;
 use drainpipe_release::*;
 use serde_json::json;
 
@@ -298,23 +299,14 @@ async fn a_mirrored_list_is_stored_once_and_read_in_both_shapes() {
     let Some(drainpipe) = peers::gate("the drainpipe binary", peers::drainpipe()) else {
         return;
     };
-    let tmp = std::env::temp_dir().join(format!("drainpipe-mirror-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).expect("a temp dir");
-    struct Gone(std::path::PathBuf);
-    impl Drop for Gone {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-    let _gone = Gone(tmp.clone());
+    let tmp = TempDir::new("mirror");
     let argv = proxy_argv(
         &drainpipe,
         &["--clip", "64KiB", "--metrics", "none"],
         &python.server(),
     );
     let mut command = command(&argv);
-    command.env("TMPDIR", &tmp);
+    command.env("TMPDIR", &tmp.0);
     let session = start_session(command, limited(16 << 20)).await;
     let result = within(
         60,
@@ -346,15 +338,10 @@ async fn a_mirrored_list_is_stored_once_and_read_in_both_shapes() {
     };
     let ((blocks, blocks_from), (items, items_from)) =
         (link("content"), link("structuredContent/result"));
-    let stored: Vec<u64> = std::fs::read_dir(&tmp)
-        .expect("the temp dir")
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("drainpipe-spill-")
-        })
-        .flat_map(|dir| std::fs::read_dir(dir.path()).expect("the spill dir"))
+    let stored: Vec<u64> = tmp
+        .spill_dirs()
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).expect("the spill dir"))
         .flatten()
         .filter(|e| e.file_name() != ".lock")
         .map(|e| e.metadata().expect("metadata").len())

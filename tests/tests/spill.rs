@@ -17,45 +17,10 @@ use std::path::{Path, PathBuf};
 use drainpipe_host::session::{CallError, Session};
 use drainpipe_release::peers::{self, command, proxy_argv};
 use drainpipe_release::procs;
+use drainpipe_release::spill_dir::TempDir;
 use drainpipe_release::*;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
-
-/// A private temp dir for one proxy, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(test: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("drainpipe-spilltest-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create the temp dir");
-        TempDir(dir)
-    }
-
-    /// The spill directories in it.
-    fn spill_dirs(&self) -> Vec<PathBuf> {
-        std::fs::read_dir(&self.0)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| e.path())
-                    .filter(|p| {
-                        p.file_name()
-                            .and_then(|n| n.to_str())
-                            .is_some_and(|n| n.starts_with("drainpipe-spill-"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A session on `drainpipe proxy <args> -- fixture`, its temp dir `tmp`.
 async fn proxied(proxy_args: &[&str], tmp: &Path) -> Option<Session> {
