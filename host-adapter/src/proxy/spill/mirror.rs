@@ -19,7 +19,7 @@
 //! are copied, never re-serialised.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
 /// A text block as a server writes it: around the text (a JSON string),
@@ -94,9 +94,8 @@ impl Mirror {
                 n => at += n as u64,
             }
         }
-        let mut marks = Vec::new();
-        let mut block = None;
-        for line in 0u64.. {
+        let (mut marks, mut block, mut line) = (Vec::new(), None, 0u64);
+        loop {
             shown.clear();
             item.clear();
             let a = content.read_until(b'\n', &mut shown)?;
@@ -121,8 +120,8 @@ impl Mirror {
             }
             len += a as u64;
             at += b as u64;
+            line += 1;
         }
-        unreachable!("the lines of a file end")
     }
 
     /// The rendered rest's size.
@@ -147,7 +146,7 @@ impl Mirror {
             return Ok(out);
         };
         items.seek(SeekFrom::Start(item_at))?;
-        let mut lines = BufReader::with_capacity(64 << 10, items.take(u64::MAX));
+        let mut lines = BufReader::with_capacity(64 << 10, items);
         let (mut item, mut rendered) = (Vec::new(), Vec::new());
         while out.len() < len {
             item.clear();

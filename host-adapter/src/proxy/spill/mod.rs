@@ -513,15 +513,13 @@ impl LineSpill {
         }
         (written, problems)
     }
-}
 
-impl LineSpill {
     /// A list the line mirrors in `content` and `structuredContent.result`
     /// (both cut, the blocks at the same item or later, both files
-    /// complete): the `content`
-    /// value's number, the items' and the view that reads the first from
-    /// the second's file, when the first is exactly the second rendered
-    /// (see `mirror`). A failed read of either file keeps both.
+    /// complete): the `content` value's number, the items' and the view
+    /// that reads the first from the second's file, when the first is
+    /// exactly the second rendered (see `mirror`). A failed read of either
+    /// file keeps both.
     fn mirrored(
         &self,
         values: &[Spilled],
