@@ -282,6 +282,65 @@ pub fn check_ladder_keeping(
     linked: bool,
     keep: Keep,
 ) -> Result<(), String> {
+    let before: Value = serde_json::from_slice(line).map_err(|e| format!("original: {e}"))?;
+    let ladder = LadderCheck {
+        clip,
+        linked,
+        keep,
+        larger: LargerRungs::All,
+    };
+    ladder.check(line, &before, lengths)
+}
+
+/// Which rungs above the one taken [`LadderCheck::check`] condenses again
+/// alone, to show that none of them fits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LargerRungs {
+    /// Every one, as the property tests do.
+    All,
+    /// The one just above the rung taken, and one more of the others: the
+    /// `n`-th, counted around. A fuzzer that runs thousands of inputs
+    /// checks every rung in turn, at a third of the cost.
+    Two(usize),
+}
+
+/// [`check_ladder_keeping`] in full: the clip, links or not, what a cut
+/// text keeps, and which larger rungs are condensed again.
+#[derive(Clone, Copy, Debug)]
+pub struct LadderCheck {
+    /// The amount and its unit.
+    pub clip: Clip,
+    /// Links on.
+    pub linked: bool,
+    /// What each cut text keeps.
+    pub keep: Keep,
+    /// The larger rungs checked.
+    pub larger: LargerRungs,
+}
+
+impl LadderCheck {
+    /// Checks the ladder on `line` (parsed: `before`) fed in pieces of the
+    /// given lengths: see [`check_ladder`].
+    pub fn check(&self, line: &[u8], before: &Value, lengths: &[usize]) -> Result<(), String> {
+        let LadderCheck {
+            clip,
+            linked,
+            keep,
+            larger: larger_rungs,
+        } = *self;
+        check_ladder_parsed(line, before, clip, lengths, linked, keep, larger_rungs)
+    }
+}
+
+fn check_ladder_parsed(
+    line: &[u8],
+    before: &Value,
+    clip: Clip,
+    lengths: &[usize],
+    linked: bool,
+    keep: Keep,
+    larger_rungs: LargerRungs,
+) -> Result<(), String> {
     let rungs = clip.rungs();
     let mut ladder = Ladder::for_clip(clip)
         .map_err(|e| e.to_string())?
@@ -330,7 +389,6 @@ pub fn check_ladder_keeping(
                         size: raws[n].len() as u64,
                     })
                 });
-                let before: Value = serde_json::from_slice(line).map_err(|e| e.to_string())?;
                 for value in links.values() {
                     let Some(raw) = raws.get(value.value as usize) else {
                         continue;
@@ -348,7 +406,7 @@ pub fn check_ladder_keeping(
                         && value.complete
                     {
                         let one_line = !line.contains(&b'\n');
-                        check_rest(&before, &value.pointer, first, raw, one_line)?;
+                        check_rest(before, &value.pointer, first, raw, one_line)?;
                         // The elements before `first` are in the result.
                         let after: Value =
                             serde_json::from_slice(frame).map_err(|e| e.to_string())?;
@@ -368,7 +426,7 @@ pub fn check_ladder_keeping(
             Some(frame.clone())
         }
     };
-    check_condensed(line, budget, &outcome)?;
+    check_condensed_parsed(line, before, budget, &outcome)?;
     if let Condensed::Cut {
         links: Some(links), ..
     } = &outcome
@@ -378,7 +436,7 @@ pub fn check_ladder_keeping(
             .iter()
             .filter_map(|v| Some((v, raws.get(v.value as usize)?.as_slice())))
             .collect();
-        super::lost::check_nothing_lost(line, &outcome, &values)?;
+        super::lost::check_nothing_lost_parsed(before, &outcome, &values)?;
     }
     if let Some(frame) = &taken
         && budget != rungs[0]
@@ -388,24 +446,29 @@ pub fn check_ladder_keeping(
     }
     // Where the spilling rung (the smallest that can keep links) left each
     // array's rest: a rung that kept fewer of its elements is not taken.
-    let mut reported: Vec<Spilled> = Vec::new();
-    if linked && let Some(&smallest) = rungs.iter().find(|&&b| b >= MIN_LINKED_BUDGET) {
-        let mut spiller = Condenser::new(smallest)
-            .and_then(Condenser::with_links)
-            .map_err(|e| e.to_string())?
-            .keeping(keep);
-        spiller.feed(line).map_err(|e| e.to_string())?;
-        if let Ok(Condensed::Cut {
-            links: Some(links), ..
-        }) = spiller.finish()
-        {
-            reported.extend(links.values().iter().cloned());
+    // (Condensed when a larger rung's result has links to compare.)
+    let spilling_rung = || -> Result<Vec<Spilled>, String> {
+        let mut reported = Vec::new();
+        if let Some(&smallest) = rungs.iter().find(|&&b| b >= MIN_LINKED_BUDGET) {
+            let mut spiller = Condenser::new(smallest)
+                .and_then(Condenser::with_links)
+                .map_err(|e| e.to_string())?
+                .keeping(keep);
+            spiller.feed(line).map_err(|e| e.to_string())?;
+            if let Ok(Condensed::Cut {
+                links: Some(links), ..
+            }) = spiller.finish()
+            {
+                reported.extend(links.values().iter().cloned());
+            }
         }
-    }
+        Ok(reported)
+    };
+    let mut reported: Option<Vec<Spilled>> = None;
     // A rung is taken only if what it cut is linked once its values are
     // numbered as the spilling rung's: each has a counterpart there (a
     // rest from no later), or lies in such a rest of one of its arrays.
-    let covered = |links: &Option<crate::budget::Links>| {
+    let covered = |reported: &[Spilled], links: &Option<crate::budget::Links>| {
         let Some(links) = links else {
             return true;
         };
@@ -440,7 +503,13 @@ pub fn check_ladder_keeping(
         })
     };
     // No larger rung fits, condensed alone as the ladder did.
-    for &larger in rungs.iter().filter(|&&b| b > budget) {
+    let mut larger: Vec<usize> = rungs.iter().copied().filter(|&b| b > budget).collect();
+    if let LargerRungs::Two(n) = larger_rungs
+        && larger.len() > 2
+    {
+        larger = vec![larger[0], larger[1 + n % (larger.len() - 1)]];
+    }
+    for larger in larger {
         let mut alone = Condenser::new(larger)
             .map_err(|e| e.to_string())?
             .stating(clip)
@@ -451,7 +520,10 @@ pub fn check_ladder_keeping(
         alone.feed(line).map_err(|e| e.to_string())?;
         let fitting = match alone.finish().map_err(|e| e.to_string())? {
             Condensed::Cut { frame, links, .. } => {
-                covered(&links)
+                if linked && links.is_some() && reported.is_none() {
+                    reported = Some(spilling_rung()?);
+                }
+                covered(reported.as_deref().unwrap_or_default(), &links)
                     && fits_before(&frame, if links.is_some() { LINK_NOTICE } else { 0 })
             }
             Condensed::Unchanged => fits(line),
@@ -583,21 +655,43 @@ pub fn check_nothing_lost(
     super::lost::check_nothing_lost(original, outcome, &values)
 }
 
+/// [`check_nothing_lost`] with the original already parsed.
+pub fn check_nothing_lost_parsed(
+    before: &Value,
+    outcome: &Condensed,
+    spilled: &[SpilledRaw],
+) -> Result<(), String> {
+    let values: Vec<super::lost::LinkedValue<'_>> = spilled
+        .iter()
+        .map(|s| (&s.spilled, s.raw.as_slice()))
+        .collect();
+    super::lost::check_nothing_lost_parsed(before, outcome, &values)
+}
+
 /// Checks the spilled values of `original`: each one ended is, decoded,
 /// the original value at its pointer (a string, or a block's base64).
 pub fn check_spilled(original: &[u8], spilled: &[SpilledRaw]) -> Result<(), String> {
     let before: Value = serde_json::from_slice(original).map_err(|e| format!("original: {e}"))?;
+    check_spilled_parsed(original, &before, spilled)
+}
+
+/// [`check_spilled`] with the original also parsed (`before`).
+pub fn check_spilled_parsed(
+    original: &[u8],
+    before: &Value,
+    spilled: &[SpilledRaw],
+) -> Result<(), String> {
     for value in spilled {
         if !value.ended {
             return Err(format!("value {} never ended", value.spilled.value));
         }
         if let SpillKind::Elements { first } = value.spilled.kind {
             let one_line = !original.contains(&b'\n');
-            check_rest(&before, &value.spilled.pointer, first, &value.raw, one_line)?;
+            check_rest(before, &value.spilled.pointer, first, &value.raw, one_line)?;
             continue;
         }
         if let SpillKind::Members { .. } = value.spilled.kind {
-            check_members(&before, &value.spilled.pointer, &value.raw)?;
+            check_members(before, &value.spilled.pointer, &value.raw)?;
             continue;
         }
         let mut quoted = Vec::with_capacity(value.raw.len() + 2);
@@ -695,6 +789,21 @@ pub fn check_condensed(
     budget: usize,
     condensed: &Condensed,
 ) -> Result<(), String> {
+    if let Condensed::Unchanged = condensed {
+        return check_condensed_parsed(original, &Value::Null, budget, condensed);
+    }
+    let before: Value = serde_json::from_slice(original).map_err(|e| format!("original: {e}"))?;
+    check_condensed_parsed(original, &before, budget, condensed)
+}
+
+/// [`check_condensed`] with the original also parsed (`before`), for a
+/// caller that checks it more than once.
+pub fn check_condensed_parsed(
+    original: &[u8],
+    before: &Value,
+    budget: usize,
+    condensed: &Condensed,
+) -> Result<(), String> {
     let frame = match condensed {
         Condensed::Unchanged => {
             return if original.len() <= budget {
@@ -720,7 +829,6 @@ pub fn check_condensed(
     if frame.len() > budget {
         return Err(format!("{} bytes > budget {budget}", frame.len()));
     }
-    let before: Value = serde_json::from_slice(original).map_err(|e| format!("original: {e}"))?;
     let after: Value = serde_json::from_slice(frame).map_err(|e| {
         format!(
             "output is not JSON: {e}: {}",
@@ -731,7 +839,7 @@ pub fn check_condensed(
         return Err("not objects".into());
     };
     let mut result = after.remove("result").ok_or("no result")?;
-    for (key, value) in &before {
+    for (key, value) in before {
         if key != "result" && after.get(key) != Some(value) {
             return Err(format!("top-level {key} changed"));
         }

@@ -43,10 +43,22 @@ pub fn check_nothing_lost(
     condensed: &Condensed,
     values: &[LinkedValue<'_>],
 ) -> Result<(), String> {
+    if let Condensed::Unchanged = condensed {
+        return Ok(());
+    }
+    let before: Value = serde_json::from_slice(original).map_err(|e| format!("original: {e}"))?;
+    check_nothing_lost_parsed(&before, condensed, values)
+}
+
+/// [`check_nothing_lost`] with the original already parsed.
+pub fn check_nothing_lost_parsed(
+    before: &Value,
+    condensed: &Condensed,
+    values: &[LinkedValue<'_>],
+) -> Result<(), String> {
     let Condensed::Cut { frame, .. } = condensed else {
         return Ok(());
     };
-    let before: Value = serde_json::from_slice(original).map_err(|e| format!("original: {e}"))?;
     let after: Value = serde_json::from_slice(frame).map_err(|e| format!("output: {e}"))?;
     let mut kept = after["result"].clone();
     let linked_numbers = strip_additions(&mut kept, &before["result"])?;
