@@ -154,42 +154,46 @@ impl Condenser {
 
     /// The bytes of `bytes` from `i` inside a string value; returns where
     /// the string's bytes in it end (after its closing quote, or the end).
-    /// `at` follows the first byte of each piece written, for an element
-    /// left out while it is (`leave_out.rs`).
+    /// They go to `content` in one piece, escapes and all: only an
+    /// unescaped quote ends a string, and `content` takes the string's
+    /// bytes in pieces cut anywhere (as a line may be fed). `at` is the
+    /// piece's first byte, for an element left out while it is read
+    /// (`leave_out.rs`).
     pub(super) fn string_bytes(
         &mut self,
         bytes: &[u8],
-        mut i: usize,
+        i: usize,
         spill: &mut dyn FnMut(Spill<'_>),
     ) -> Result<usize, CondenseError> {
-        loop {
-            self.at = i;
-            if self.mode == Mode::InStringEscape {
-                if i >= bytes.len() {
-                    return Ok(i);
-                }
-                self.content(&bytes[i..i + 1], spill)?;
-                self.mode = Mode::InString;
-                i += 1;
-                self.at = i;
+        self.at = i;
+        // Where the search for the closing quote goes on: past the byte a
+        // backslash escapes (the first here, if the last piece ended on it).
+        let mut from = i;
+        if self.mode == Mode::InStringEscape {
+            if i >= bytes.len() {
+                return Ok(i);
             }
-            let rest = &bytes[i..];
-            match memchr::memchr2(b'"', b'\\', rest) {
-                None => {
-                    self.content(rest, spill)?;
-                    return Ok(bytes.len());
-                }
-                Some(k) => {
-                    self.content(&rest[..k], spill)?;
-                    i += k + 1;
-                    if rest[k] == b'"' {
-                        self.end_string(spill)?;
-                        return Ok(i);
-                    }
-                    self.at = i - 1;
-                    self.content(&rest[k..k + 1], spill)?;
-                    self.mode = Mode::InStringEscape;
-                }
+            from += 1;
+            self.mode = Mode::InString;
+        }
+        loop {
+            let Some(k) = memchr::memchr2(b'"', b'\\', bytes.get(from..).unwrap_or_default())
+            else {
+                self.content(&bytes[i..], spill)?;
+                return Ok(bytes.len());
+            };
+            let at = from + k;
+            if bytes[at] == b'"' {
+                self.content(&bytes[i..at], spill)?;
+                self.end_string(spill)?;
+                return Ok(at + 1);
+            }
+            from = at + 2;
+            if from > bytes.len() {
+                // The piece ends on a backslash: the next starts escaped.
+                self.content(&bytes[i..], spill)?;
+                self.mode = Mode::InStringEscape;
+                return Ok(bytes.len());
             }
         }
     }
