@@ -20,7 +20,8 @@ use serde_json::Value;
 /// its end, both), and which other larger rung a ladder's check condenses
 /// again (by the unit's quotient by 12: [`LargerRungs::Two`]). In bytes,
 /// an odd seed condenses with links, checked to lose nothing. `large`:
-/// one input in 256 is a full-size response (up to megabytes); the others
+/// one input in 256 is a full-size response (up to megabytes; a quarter
+/// of that for a ladder: [`LARGE_LADDER_SCALE`]); the others
 /// are small (a few kilobytes, a budget below the response's size).
 #[derive(Arbitrary, Debug)]
 pub struct CondenseInput {
@@ -46,12 +47,21 @@ impl CondenseInput {
 
     /// The response it condenses.
     pub fn line(&self) -> Vec<u8> {
-        tool_response_scaled(
-            &mut Rng::new(self.seed),
-            if self.large == 1 { 1 } else { 200 },
-        )
+        let scale = match (self.large == 1, self.unit % 4 >= 2) {
+            (true, false) => 1,
+            (true, true) => LARGE_LADDER_SCALE,
+            (false, _) => 200,
+        };
+        tool_response_scaled(&mut Rng::new(self.seed), scale)
     }
 }
+
+/// How much smaller a large response is for a ladder than for a byte
+/// budget. A ladder condenses the line once per rung (seven or eight) and
+/// its check condenses up to three rungs again: on a full-size response
+/// (up to 1.5 MB) that took over 10 s under ASan on a loaded machine,
+/// libFuzzer's timeout, where a quarter of the size stays within a few.
+const LARGE_LADDER_SCALE: usize = 4;
 
 /// Condensed output is valid JSON within the budget, equal to the original
 /// but for the documented edits, and the same under any chunking; what
