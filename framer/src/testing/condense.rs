@@ -648,11 +648,11 @@ pub fn check_nothing_lost(
     outcome: &Condensed,
     spilled: &[SpilledRaw],
 ) -> Result<(), String> {
-    let values: Vec<super::lost::LinkedValue<'_>> = spilled
-        .iter()
-        .map(|s| (&s.spilled, s.raw.as_slice()))
-        .collect();
-    super::lost::check_nothing_lost(original, outcome, &values)
+    if let Condensed::Unchanged = outcome {
+        return Ok(());
+    }
+    let before: Value = serde_json::from_slice(original).map_err(|e| format!("original: {e}"))?;
+    check_nothing_lost_parsed(&before, outcome, spilled)
 }
 
 /// [`check_nothing_lost`] with the original already parsed.

@@ -36,21 +36,9 @@ use crate::budget::{Condensed, MARKER_KEY, SpillKind, Spilled};
 pub type LinkedValue<'a> = (&'a Spilled, &'a [u8]);
 
 /// Checks that `condensed` (its links filled in with `test://v/<n>` URIs,
-/// `<n>` the value's number) loses nothing of `original`: see the module
-/// docs. `values` are the values reported, by number.
-pub fn check_nothing_lost(
-    original: &[u8],
-    condensed: &Condensed,
-    values: &[LinkedValue<'_>],
-) -> Result<(), String> {
-    if let Condensed::Unchanged = condensed {
-        return Ok(());
-    }
-    let before: Value = serde_json::from_slice(original).map_err(|e| format!("original: {e}"))?;
-    check_nothing_lost_parsed(&before, condensed, values)
-}
-
-/// [`check_nothing_lost`] with the original already parsed.
+/// `<n>` the value's number) loses nothing of the original, parsed as
+/// `before`: see the module docs. `values` are the values reported, by
+/// number.
 pub fn check_nothing_lost_parsed(
     before: &Value,
     condensed: &Condensed,
