@@ -325,7 +325,14 @@ impl Condenser {
         if s.cut && s.len <= SHORT_STRING {
             return Err(CondenseError::Overflow { at: self.fed });
         }
-        let pointer = self.pointer(&s.segment);
+        // Its pointer, for a cut or tracked text only (see `tracked`
+        // below): built from every level's segment, it is not made for
+        // each string.
+        let pointer = if s.cut || (s.side.is_some() && s.len > SHORT_STRING) {
+            self.pointer(&s.segment)
+        } else {
+            Vec::new()
+        };
         let cut = if s.cut {
             self.record(pointer.clone(), kept_len as u64, s.len)
         } else {
