@@ -35,6 +35,7 @@ mod config;
 mod layout;
 mod notice;
 mod result;
+mod shown;
 mod unescape;
 mod units;
 mod wire;

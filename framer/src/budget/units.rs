@@ -20,8 +20,6 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use serde_json::Value;
-
 use super::Keep;
 
 /// The unit a content budget counts in.
@@ -189,22 +187,15 @@ pub fn shown(frame: &[u8]) -> Option<Shown> {
 }
 
 /// Hands each shown text of `frame` to `visit`, then the structured
-/// content as compact JSON (with `true`).
+/// content as compact JSON (with `true`). Read without building the
+/// line's tree (`shown.rs`).
 fn visit_shown(frame: &[u8], visit: &mut dyn FnMut(&str, bool)) -> Option<()> {
-    let response: Value = serde_json::from_slice(frame).ok()?;
-    let result = response.as_object()?.get("result")?.as_object()?;
-    if let Some(blocks) = result.get("content").and_then(Value::as_array) {
-        for block in blocks {
-            let shown = block
-                .get("text")
-                .or_else(|| block.get("resource").and_then(|r| r.get("text")));
-            if let Some(shown) = shown.and_then(Value::as_str) {
-                visit(shown, false);
-            }
-        }
+    let parts = super::shown::read_shown(frame)?;
+    for text in &parts.texts {
+        visit(text, false);
     }
-    if let Some(value) = result.get("structuredContent") {
-        visit(&serde_json::to_string(value).ok()?, true);
+    if let Some(json) = &parts.structured {
+        visit(json, true);
     }
     Some(())
 }

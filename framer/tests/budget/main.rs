@@ -7,6 +7,7 @@ mod capture;
 mod condense;
 mod lists;
 mod result;
+mod shown;
 mod unescape;
 mod wire;
 

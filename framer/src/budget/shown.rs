@@ -1,0 +1,461 @@
+//! Reading what a host shows the model of a response (see
+//! [`super::units`]) in one pass over the line, without building its tree.
+//!
+//! A ladder measures every candidate result it may take
+//! ([`Ladder::finish`](super::Ladder::finish)), so this runs up to seven
+//! times a condensed call. Parsing each one into a `serde_json::Value` made
+//! a map node and a `String` of every key and value, most of them in
+//! members nothing shows; here only the shown texts are kept (borrowed from
+//! the line when they hold no escape), and `structuredContent` is written
+//! out as compact JSON as it is read ([`Compact`]).
+//!
+//! It reads exactly what `serde_json::from_slice::<Value>` then the lookups
+//! read: the whole line must parse (every member, numbers range-checked and
+//! strings decoded the same way, within the same depth limit), and a key
+//! given twice counts as its last value, as in a `Value` map. The tests
+//! hold it to that reading.
+
+use alloc::borrow::Cow;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// The shown parts of a response: the texts of `result.content`, in order,
+/// and `result.structuredContent` as compact JSON if present.
+#[derive(Debug, Default)]
+pub(super) struct ShownParts<'a> {
+    pub(super) texts: Vec<Cow<'a, str>>,
+    pub(super) structured: Option<String>,
+}
+
+/// The shown parts of `frame`; `None` if it is not JSON, or not an object
+/// whose `result` is an object.
+pub(super) fn read_shown(frame: &[u8]) -> Option<ShownParts<'_>> {
+    serde_json::from_slice::<Response<'_>>(frame).ok()?.0
+}
+
+/// The response: its last `result`, if that is an object.
+#[derive(Default)]
+struct Response<'a>(Option<ShownParts<'a>>);
+
+/// `result`: its parts, if it is an object.
+#[derive(Default)]
+struct ResultMember<'a>(Option<ShownParts<'a>>);
+
+/// `content`: the shown text of each block, if it is an array.
+#[derive(Default)]
+struct Content<'a>(Vec<Cow<'a, str>>);
+
+/// A content block, if it is an object.
+#[derive(Default)]
+struct BlockValue<'a>(Option<Block<'a>>);
+
+/// A content block's texts: its own `text` (the outer `Option` says
+/// whether the member is there at all), and its `resource`'s.
+#[derive(Default)]
+struct Block<'a> {
+    text: Option<Option<Cow<'a, str>>>,
+    resource_text: Option<Cow<'a, str>>,
+}
+
+impl<'a> Block<'a> {
+    /// What a host shows of it: `text` if the block has one (shown only if
+    /// it is a string), else its resource's.
+    fn shown(self) -> Option<Cow<'a, str>> {
+        match self.text {
+            Some(text) => text,
+            None => self.resource_text,
+        }
+    }
+}
+
+/// An embedded resource's `text`, if it is an object whose `text` is a
+/// string.
+#[derive(Default)]
+struct Resource<'a>(Option<Cow<'a, str>>);
+
+/// A string, borrowed when it needs no decoding; `None` for any other
+/// value.
+#[derive(Default)]
+struct Text<'a>(Option<Cow<'a, str>>);
+
+/// A value read and dropped.
+#[derive(Default)]
+struct Skip;
+
+/// Every reader goes through `deserialize_any`, as `Value` does: a number
+/// out of range or a bad string fails the line alike, at the same depth.
+/// Its visitor reads each kind of value it does not list ([`Skip`]'s way)
+/// into the type's default.
+macro_rules! reader {
+    ($name:ident, $visitor:ident, $what:literal, [$($kind:ident),*], $($own:item),* $(,)?) => {
+        struct $visitor;
+
+        impl<'de> Deserialize<'de> for $name<'de> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any($visitor)
+            }
+        }
+
+        impl<'de> Visitor<'de> for $visitor {
+            type Value = $name<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str($what)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Default::default())
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Default::default())
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Default::default())
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Default::default())
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Default::default())
+            }
+            $(reader!(@$kind);)*
+            $($own)*
+        }
+    };
+    (@str) => {
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (@seq) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<Skip>()?.is_some() {}
+            Ok(Default::default())
+        }
+    };
+    (@map) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<Skip, Skip>()?.is_some() {}
+            Ok(Default::default())
+        }
+    };
+}
+
+/// An object's next key, decoded.
+fn next_key<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, str>>, A::Error> {
+    Ok(map
+        .next_key::<Text<'de>>()?
+        .map(|k| k.0.unwrap_or_default()))
+}
+
+// (`Skip` has no lifetime; the reader macro wants one.)
+struct SkipVisitor;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SkipVisitor)
+    }
+}
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+    reader!(@str);
+    reader!(@seq);
+    reader!(@map);
+}
+
+reader!(
+    Text,
+    TextVisitor,
+    "any JSON value",
+    [seq, map],
+    fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'de>, E> {
+        Ok(Text(Some(Cow::Borrowed(text))))
+    },
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'de>, E> {
+        Ok(Text(Some(Cow::Owned(text.into()))))
+    },
+    fn visit_string<E: de::Error>(self, text: String) -> Result<Text<'de>, E> {
+        Ok(Text(Some(Cow::Owned(text))))
+    }
+);
+
+reader!(
+    Response,
+    ResponseVisitor,
+    "a JSON-RPC response",
+    [str, seq],
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Response<'de>, A::Error> {
+        let mut result = None;
+        while let Some(key) = next_key(&mut map)? {
+            if key == "result" {
+                result = map.next_value::<ResultMember<'de>>()?.0;
+            } else {
+                map.next_value::<Skip>()?;
+            }
+        }
+        Ok(Response(result))
+    }
+);
+
+reader!(
+    ResultMember,
+    ResultVisitor,
+    "a result",
+    [str, seq],
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultMember<'de>, A::Error> {
+        let mut parts = ShownParts::default();
+        while let Some(key) = next_key(&mut map)? {
+            match &*key {
+                "content" => parts.texts = map.next_value::<Content<'de>>()?.0,
+                "structuredContent" => {
+                    let mut json = String::new();
+                    map.next_value_seed(Compact(&mut json))?;
+                    parts.structured = Some(json);
+                }
+                _ => {
+                    map.next_value::<Skip>()?;
+                }
+            }
+        }
+        Ok(ResultMember(Some(parts)))
+    }
+);
+
+reader!(
+    Content,
+    ContentVisitor,
+    "content blocks",
+    [str, map],
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content<'de>, A::Error> {
+        let mut texts = Vec::new();
+        while let Some(block) = seq.next_element::<BlockValue<'de>>()? {
+            texts.extend(block.0.and_then(Block::shown));
+        }
+        Ok(Content(texts))
+    }
+);
+
+reader!(
+    BlockValue,
+    BlockVisitor,
+    "a content block",
+    [str, seq],
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BlockValue<'de>, A::Error> {
+        let mut block = Block::default();
+        while let Some(key) = next_key(&mut map)? {
+            match &*key {
+                "text" => block.text = Some(map.next_value::<Text<'de>>()?.0),
+                "resource" => block.resource_text = map.next_value::<Resource<'de>>()?.0,
+                _ => {
+                    map.next_value::<Skip>()?;
+                }
+            }
+        }
+        Ok(BlockValue(Some(block)))
+    }
+);
+
+reader!(
+    Resource,
+    ResourceVisitor,
+    "a resource",
+    [str, seq],
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Resource<'de>, A::Error> {
+        let mut text = None;
+        while let Some(key) = next_key(&mut map)? {
+            if key == "text" {
+                text = map.next_value::<Text<'de>>()?.0;
+            } else {
+                map.next_value::<Skip>()?;
+            }
+        }
+        Ok(Resource(text))
+    }
+);
+
+/// Writes the value it reads as compact JSON, byte for byte what
+/// `serde_json::to_string` writes of it parsed as a `Value`: an object's
+/// members sorted by key (a `Value` map is a `BTreeMap`), a key given twice
+/// written once with its last value, strings escaped as `serde_json`
+/// escapes them, numbers as it writes them.
+///
+/// Members are written as they come; an object whose keys did not come in
+/// order, or came twice, is put in order when it closes (most writers sort
+/// their keys, or write each once in an order that is often sorted).
+struct Compact<'o>(&'o mut String);
+
+impl<'de> DeserializeSeed<'de> for Compact<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Compact<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        write_display(self.0, v);
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        write_display(self.0, v);
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        // As a `Value` holds it: a finite float (parsing refuses the rest),
+        // written the way `serde_json` writes one.
+        match serde_json::Number::from_f64(v) {
+            Some(n) => write_display(self.0, n),
+            None => self.0.push_str("null"),
+        }
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.0.push_str("null");
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        write_string(self.0, v);
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let out = self.0;
+        out.push('[');
+        let mut first = true;
+        while seq
+            .next_element_seed(Element {
+                out: &mut *out,
+                first,
+            })?
+            .is_some()
+        {
+            first = false;
+        }
+        out.push(']');
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let out = self.0;
+        out.push('{');
+        let open = out.len();
+        // Each member's key and where its `"key":value` starts and ends.
+        let mut members: Vec<(Cow<'de, str>, usize, usize)> = Vec::new();
+        let mut in_order = true;
+        while let Some(key) = next_key(&mut map)? {
+            if let Some((last, _, _)) = members.last() {
+                in_order &= *last < key;
+                out.push(',');
+            }
+            let start = out.len();
+            write_string(out, &key);
+            out.push(':');
+            map.next_value_seed(Compact(&mut *out))?;
+            members.push((key, start, out.len()));
+        }
+        if !in_order {
+            // Sorted by key, the last of each key kept (a stable sort keeps
+            // a key's members in the order they came).
+            members.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut kept: Vec<&(Cow<'de, str>, usize, usize)> = Vec::new();
+            for member in &members {
+                match kept.last_mut() {
+                    Some(last) if last.0 == member.0 => *last = member,
+                    _ => kept.push(member),
+                }
+            }
+            let mut sorted = String::with_capacity(out.len() - open);
+            for (n, (_, start, end)) in kept.iter().enumerate() {
+                if n > 0 {
+                    sorted.push(',');
+                }
+                sorted.push_str(&out[*start..*end]);
+            }
+            out.truncate(open);
+            out.push_str(&sorted);
+        }
+        out.push('}');
+        Ok(())
+    }
+}
+
+/// An array's element, after a comma unless it is the first.
+struct Element<'o> {
+    out: &'o mut String,
+    first: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Element<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        if !self.first {
+            self.out.push(',');
+        }
+        d.deserialize_any(Compact(self.out))
+    }
+}
+
+fn write_display(out: &mut String, value: impl fmt::Display) {
+    use fmt::Write;
+    // (Writing to a `String` does not fail.)
+    let _ = write!(out, "{value}");
+}
+
+/// `text` as a JSON string, escaped as `serde_json` escapes it: `"` and
+/// `\`, the control characters (`\b`, `\t`, `\n`, `\f`, `\r` by name, the
+/// others as `\u00XX` in lowercase hex); everything else as it is.
+fn write_string(out: &mut String, text: &str) {
+    out.push('"');
+    let mut from = 0;
+    for (at, byte) in text.bytes().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            b'\t' => "\\t",
+            b'\n' => "\\n",
+            0x0c => "\\f",
+            b'\r' => "\\r",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&text[from..at]);
+        if escape.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        } else {
+            out.push_str(escape);
+        }
+        from = at + 1;
+    }
+    out.push_str(&text[from..]);
+    out.push('"');
+}
