@@ -148,7 +148,8 @@ impl Ladder {
     /// `fits` is given the whole response line (condensed or not) and a
     /// number of units still to come: a linked result's notice gains a
     /// sentence when its links are filled in ([`Links::fill`]), of at most
-    /// that many bytes, so at most that many characters or tokens.
+    /// that many bytes, so at most that many characters or tokens. A line
+    /// offered by several rungs (those that cut nothing) is asked once.
     pub fn finish(
         self,
         fits: &mut dyn FnMut(&[u8], usize) -> bool,
@@ -162,9 +163,18 @@ impl Ladder {
         fits: &mut dyn FnMut(&[u8], usize) -> bool,
     ) -> Result<(Condensed, usize), CondenseError> {
         let ended = self.end();
+        // Rungs that cut nothing offer the same line: it is measured once.
+        let mut measured: Option<(&[u8], usize, bool)> = None;
         let chosen = ended
             .candidates()
-            .find(|c| fits(c.line, c.to_come))
+            .find(|c| match measured {
+                Some((line, to_come, fit)) if line == c.line && to_come == c.to_come => fit,
+                _ => {
+                    let fit = fits(c.line, c.to_come);
+                    measured = Some((c.line, c.to_come, fit));
+                    fit
+                }
+            })
             .map_or(0, |c| c.rung);
         ended.take(chosen)
     }
