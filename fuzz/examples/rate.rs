@@ -3,6 +3,9 @@
 //! where a fuzz run's time goes, without libFuzzer's instrumentation.
 //!
 //!   cargo run --release --example rate -- fuzz/corpus/condense [DIR...]
+//!
+//! `RATE_KINDS=0,1,2,3` times only the kinds listed (by their index in
+//! the table it prints), for a profile of one kind.
 
 use std::time::{Duration, Instant};
 
@@ -12,11 +15,18 @@ use drainpipe_fuzz::condense::CondenseInput;
 const KINDS: [&str; 5] = ["bytes", "bytes, linked", "characters", "tokens", "large"];
 
 fn main() -> std::io::Result<()> {
+    let kinds: Option<Vec<usize>> = std::env::var("RATE_KINDS").ok().map(|list| {
+        list.split(',')
+            .filter_map(|k| k.trim().parse().ok())
+            .collect()
+    });
     let mut inputs = Vec::new();
     for dir in std::env::args().skip(1) {
         for entry in std::fs::read_dir(dir)? {
             let data = std::fs::read(entry?.path())?;
-            if let Ok(input) = CondenseInput::arbitrary_take_rest(Unstructured::new(&data)) {
+            if let Ok(input) = CondenseInput::arbitrary_take_rest(Unstructured::new(&data))
+                && kinds.as_ref().is_none_or(|k| k.contains(&input.kind()))
+            {
                 inputs.push(input);
             }
         }
