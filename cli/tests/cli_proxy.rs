@@ -464,16 +464,30 @@ fn a_host_that_stops_reading_can_still_cancel() {
             let _ = lines_tx.send(line);
         }
     });
-    // About 150 bytes of progress every millisecond, for 30 seconds.
-    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{"steps":30000,"step_ms":1}}}"#;
+    // About 150 bytes of progress every millisecond (at most), for 30
+    // seconds; the server says when every 500th notification was written.
+    let call = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"slow","arguments":{"steps":30000,"step_ms":1,"say_written_every":500}}}"#;
     writeln!(stdin, "{call}").unwrap();
-    // Long enough for the proxy's stdout pipe, its queue and the server's
-    // stdout pipe to fill while nobody reads.
-    thread::sleep(Duration::from_secs(3));
+    // The host is behind once the server has written 2,000 notifications
+    // (~270 KB) that nobody read: more than the proxy's stdout pipe holds
+    // (64 KiB), so its queue holds the rest. Counted, not timed: on a
+    // loaded machine a millisecond's pause takes several, and three
+    // seconds once gave 129 KB.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    loop {
+        match lines_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(line) if line.contains("slow id=5: step 2000: wrote") => break,
+            Ok(line) => seen.push(line),
+            Err(_) if Instant::now() > deadline => {
+                panic!("the server did not write 2,000 notifications in 60 s; stderr: {seen:?}")
+            }
+            Err(_) => {}
+        }
+    }
     let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"stop"}}"#;
     writeln!(stdin, "{cancel}").unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut seen = Vec::new();
     let stopped = loop {
         match lines_rx.recv_timeout(Duration::from_millis(100)) {
             Ok(line) if line.contains("cancel for id 5: stopped") => break true,
