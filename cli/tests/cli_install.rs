@@ -686,7 +686,22 @@ fn run_copy(home: &Home, relative: &str, args: &[&str]) -> Finished {
     let copy = home.path(relative);
     if !copy.exists() {
         fs::create_dir_all(copy.parent().unwrap()).unwrap();
-        fs::copy(DRAINPIPE, &copy).unwrap();
+        // Copied by `cp`, not `fs::copy`: a file this process holds open
+        // for writing is inherited by every child another test thread
+        // forks meanwhile, until that child execs, and running the copy in
+        // that window fails with ETXTBSY ("Text file busy"; it did, once in
+        // six runs of these tests under load). The writing descriptor only
+        // ever lives in `cp`, which has exited before the copy runs.
+        let copied = Command::new("cp")
+            .arg(DRAINPIPE)
+            .arg(&copy)
+            .status()
+            .expect("run cp");
+        assert!(
+            copied.success(),
+            "cp {DRAINPIPE} {}: {copied}",
+            copy.display()
+        );
     }
     let mut command = Command::new(&copy);
     command
