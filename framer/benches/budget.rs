@@ -21,13 +21,21 @@
 //!   the ones before it step by step. No peer; compare with the 8 MiB
 //!   text's throughput.
 //!
+//! - *shown*: the Python SDK list of 5,000 hits, measured in characters as
+//!   a host counts it: `shown_size` beside the same reading through a
+//!   `serde_json::Value` (the peer); and a ladder of 25,000 characters over
+//!   it, which condenses the line once per rung and measures the candidates
+//!   with `shown_size`.
+//!
 //! Ratios: divide each figure by the `serde_json_to_vec_full` figure of its
 //! group, from the same run.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use drainpipe_framer::budget::{Condensed, Condenser, Continuation, ResultBuilder};
+use drainpipe_framer::budget::{
+    Clip, Condensed, Condenser, Continuation, Ladder, ResultBuilder, shown_size, utf16_len,
+};
 use drainpipe_framer::testing::{Rng, workload};
 use serde_json::{Value, json};
 
@@ -213,10 +221,62 @@ fn condense_list_bench(c: &mut Criterion) {
     group.finish();
 }
 
+/// What a host shows of a response, measured in characters: by
+/// `shown_size` (one pass, no tree) and the way a `Value` reads it (the
+/// peer: parse the line, look the parts up, write `structuredContent` back
+/// out); then a ladder in characters over the same list, which measures
+/// each candidate rung with `shown_size`.
+fn shown_bench(c: &mut Criterion) {
+    let (_, line) = drainpipe_framer::testing::condense::python_hits_response(5_000);
+    let frame = line.into_bytes();
+    let by_value = |frame: &[u8]| -> Option<u64> {
+        let response: Value = serde_json::from_slice(frame).ok()?;
+        let result = response.get("result")?.as_object()?;
+        let mut texts = 0;
+        for block in result.get("content")?.as_array()? {
+            let text = block
+                .get("text")
+                .or_else(|| block.get("resource").and_then(|r| r.get("text")));
+            texts += text.and_then(Value::as_str).map_or(0, utf16_len);
+        }
+        let structured = result
+            .get("structuredContent")
+            .map_or(0, |v| utf16_len(&v.to_string()));
+        Some(texts.max(structured))
+    };
+    assert_eq!(shown_size(&frame, &mut utf16_len), by_value(&frame));
+    let mut group = c.benchmark_group("budget/shown_python_list_5000");
+    group.throughput(Throughput::Bytes(frame.len() as u64));
+    group.sample_size(20);
+    group.bench_function("serde_json_value_then_lookups", |b| {
+        b.iter(|| by_value(black_box(&frame)))
+    });
+    group.bench_function("shown_size_chars", |b| {
+        b.iter(|| shown_size(black_box(&frame), &mut utf16_len))
+    });
+    let clip = Clip::chars(25_000);
+    group.bench_function("ladder_25000_chars", |b| {
+        b.iter(|| {
+            let mut ladder = Ladder::for_clip(clip).expect("budget");
+            for piece in black_box(&frame).chunks(64 << 10) {
+                ladder.feed(piece).expect("condenses");
+            }
+            ladder
+                .finish(&mut |line, to_come| {
+                    shown_size(line, &mut utf16_len)
+                        .is_some_and(|n| n + to_come as u64 <= clip.amount as u64)
+                })
+                .expect("condenses")
+        })
+    });
+    group.finish();
+}
+
 criterion_group!(
     benches,
     search_hits_bench,
     condense_bench,
-    condense_list_bench
+    condense_list_bench,
+    shown_bench
 );
 criterion_main!(benches);
