@@ -149,6 +149,37 @@ fn next_key<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<Cow<'de, str>>
         .map(|k| k.0.unwrap_or_default()))
 }
 
+/// Reads an object's members: `known` reads the value of a key it knows
+/// and says so; every other value is read and dropped.
+fn members<'de, A: MapAccess<'de>>(
+    map: &mut A,
+    mut known: impl FnMut(&str, &mut A) -> Result<bool, A::Error>,
+) -> Result<(), A::Error> {
+    while let Some(key) = next_key(map)? {
+        if !known(&key, map)? {
+            map.next_value::<Skip>()?;
+        }
+    }
+    Ok(())
+}
+
+/// The last value of `key` in an object (a key given twice counts as its
+/// last value, as in a `Value` map), the others read and dropped.
+fn last_of<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
+    map: &mut A,
+    key: &str,
+) -> Result<Option<T>, A::Error> {
+    let mut value = None;
+    members(map, |k, map| {
+        let known = k == key;
+        if known {
+            value = Some(map.next_value::<T>()?);
+        }
+        Ok(known)
+    })?;
+    Ok(value)
+}
+
 // (`Skip` has no lifetime; the reader macro wants one.)
 struct SkipVisitor;
 
@@ -205,15 +236,8 @@ reader!(
     "a JSON-RPC response",
     [str, seq],
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Response<'de>, A::Error> {
-        let mut result = None;
-        while let Some(key) = next_key(&mut map)? {
-            if key == "result" {
-                result = map.next_value::<ResultMember<'de>>()?.0;
-            } else {
-                map.next_value::<Skip>()?;
-            }
-        }
-        Ok(Response(result))
+        let result = last_of::<ResultMember<'de>, A>(&mut map, "result")?;
+        Ok(Response(result.and_then(|r| r.0)))
     }
 );
 
@@ -224,19 +248,18 @@ reader!(
     [str, seq],
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultMember<'de>, A::Error> {
         let mut parts = ShownParts::default();
-        while let Some(key) = next_key(&mut map)? {
-            match &*key {
+        members(&mut map, |key, map| {
+            match key {
                 "content" => parts.texts = map.next_value::<Content<'de>>()?.0,
                 "structuredContent" => {
                     let mut json = String::new();
                     map.next_value_seed(Compact(&mut json))?;
                     parts.structured = Some(json);
                 }
-                _ => {
-                    map.next_value::<Skip>()?;
-                }
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(ResultMember(Some(parts)))
     }
 );
@@ -262,15 +285,14 @@ reader!(
     [str, seq],
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BlockValue<'de>, A::Error> {
         let mut block = Block::default();
-        while let Some(key) = next_key(&mut map)? {
-            match &*key {
+        members(&mut map, |key, map| {
+            match key {
                 "text" => block.text = Some(map.next_value::<Text<'de>>()?.0),
                 "resource" => block.resource_text = map.next_value::<Resource<'de>>()?.0,
-                _ => {
-                    map.next_value::<Skip>()?;
-                }
+                _ => return Ok(false),
             }
-        }
+            Ok(true)
+        })?;
         Ok(BlockValue(Some(block)))
     }
 );
@@ -281,15 +303,8 @@ reader!(
     "a resource",
     [str, seq],
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Resource<'de>, A::Error> {
-        let mut text = None;
-        while let Some(key) = next_key(&mut map)? {
-            if key == "text" {
-                text = map.next_value::<Text<'de>>()?.0;
-            } else {
-                map.next_value::<Skip>()?;
-            }
-        }
-        Ok(Resource(text))
+        let text = last_of::<Text<'de>, A>(&mut map, "text")?;
+        Ok(Resource(text.and_then(|t| t.0)))
     }
 );
 
