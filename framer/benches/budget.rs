@@ -229,20 +229,8 @@ fn condense_list_bench(c: &mut Criterion) {
 fn shown_bench(c: &mut Criterion) {
     let (_, line) = drainpipe_framer::testing::condense::python_hits_response(5_000);
     let frame = line.into_bytes();
-    let by_value = |frame: &[u8]| -> Option<u64> {
-        let response: Value = serde_json::from_slice(frame).ok()?;
-        let result = response.get("result")?.as_object()?;
-        let mut texts = 0;
-        for block in result.get("content")?.as_array()? {
-            let text = block
-                .get("text")
-                .or_else(|| block.get("resource").and_then(|r| r.get("text")));
-            texts += text.and_then(Value::as_str).map_or(0, utf16_len);
-        }
-        let structured = result
-            .get("structuredContent")
-            .map_or(0, |v| utf16_len(&v.to_string()));
-        Some(texts.max(structured))
+    let by_value = |frame: &[u8]| {
+        drainpipe_framer::testing::condense::shown_by_value(frame).map(|s| s.size(&mut utf16_len))
     };
     assert_eq!(shown_size(&frame, &mut utf16_len), by_value(&frame));
     let mut group = c.benchmark_group("budget/shown_python_list_5000");

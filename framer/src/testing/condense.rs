@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 use super::Rng;
 use crate::budget::{
     Clip, Condensed, Condenser, Keep, LINK_NOTICE, Ladder, Link, MARKER_KEY, MIN_LINKED_BUDGET,
-    Spill, SpillKind, Spilled, Unit, shown_size, utf16_len,
+    Shown, Spill, SpillKind, Spilled, Unit, shown_size, utf16_len,
 };
 
 /// Characters that exercise every escape and UTF-8 width.
@@ -246,6 +246,30 @@ pub fn condense_split_keeping(
         assert!(condenser.written() <= budget, "wrote past the budget");
     }
     condenser.finish().map_err(|e| e.to_string())
+}
+
+/// What a host shows of `frame`, read the plain way: the whole line as a
+/// `Value`, then each block's `text` (or its resource's, when it has no
+/// `text`) and `structuredContent` as compact JSON. The reading
+/// [`crate::budget::shown`] is held to, without building the tree.
+pub fn shown_by_value(frame: &[u8]) -> Option<Shown> {
+    let response: Value = serde_json::from_slice(frame).ok()?;
+    let result = response.as_object()?.get("result")?.as_object()?;
+    let mut shown = Shown::default();
+    if let Some(blocks) = result.get("content").and_then(Value::as_array) {
+        for block in blocks {
+            let text = block
+                .get("text")
+                .or_else(|| block.get("resource").and_then(|r| r.get("text")));
+            if let Some(text) = text.and_then(Value::as_str) {
+                shown.texts.push(text.into());
+            }
+        }
+    }
+    if let Some(value) = result.get("structuredContent") {
+        shown.structured = Some(serde_json::to_string(value).ok()?);
+    }
+    Some(shown)
 }
 
 /// The size of `line` in `clip`'s unit, as the host measures it (tokens

@@ -7,40 +7,16 @@
 //! those lines with a token replaced anywhere.
 
 use drainpipe_framer::budget::Condensed;
-use drainpipe_framer::budget::{Shown, shown};
+use drainpipe_framer::budget::shown;
 use drainpipe_framer::testing::Rng;
 use drainpipe_framer::testing::condense::{
-    condense_split, python_hits_response, tool_response_scaled,
+    condense_split, python_hits_response, shown_by_value, tool_response_scaled,
 };
-use serde_json::Value;
-
-/// The reading `shown` must agree with: the whole line as a `Value`, then
-/// each block's `text` (or its resource's, when it has no `text`) and
-/// `structuredContent` as compact JSON.
-fn by_value(frame: &[u8]) -> Option<Shown> {
-    let response: Value = serde_json::from_slice(frame).ok()?;
-    let result = response.as_object()?.get("result")?.as_object()?;
-    let mut shown = Shown::default();
-    if let Some(blocks) = result.get("content").and_then(Value::as_array) {
-        for block in blocks {
-            let text = block
-                .get("text")
-                .or_else(|| block.get("resource").and_then(|r| r.get("text")));
-            if let Some(text) = text.and_then(Value::as_str) {
-                shown.texts.push(text.into());
-            }
-        }
-    }
-    if let Some(value) = result.get("structuredContent") {
-        shown.structured = Some(serde_json::to_string(value).ok()?);
-    }
-    Some(shown)
-}
 
 fn agrees(frame: &[u8]) {
     assert_eq!(
         shown(frame),
-        by_value(frame),
+        shown_by_value(frame),
         "{}",
         String::from_utf8_lossy(&frame[..frame.len().min(400)])
     );
