@@ -25,6 +25,9 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 
+# shellcheck source=fuzz/asan-options.sh
+source fuzz/asan-options.sh
+
 failed=()
 # (Without the component: its corpus is replayed by the fuzz run below.)
 # A failure here is reported at the end, after every target has run.
@@ -65,7 +68,7 @@ for target in $targets; do
     status=0
     # The scratch directory receives new inputs, so the committed corpus is
     # never modified by CI. `timeout` backs up libFuzzer's own clock.
-    timeout --kill-after=30 $((seconds + 180)) \
+    ASAN_OPTIONS=$(asan_options "$target") timeout --kill-after=30 $((seconds + 180)) \
         cargo +nightly fuzz run "${flags[@]}" "$target" "$scratch/corpus/$target" "${seeds[@]}" -- \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
         -dict=fuzz/dict/jsonrpc.dict -print_final_stats=1 \

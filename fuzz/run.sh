@@ -21,6 +21,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=fuzz/asan-options.sh
+source fuzz/asan-options.sh
 seconds=300
 parallel=1
 merge_into_repo=0
@@ -113,7 +115,7 @@ campaign() {
     # New inputs go to the work corpus; the committed seeds are read only.
     # `timeout` backs up libFuzzer's own clock in case a run wedges.
     local status=0
-    timeout --kill-after=30 $((seconds + 120)) \
+    ASAN_OPTIONS=$(asan_options "$target") timeout --kill-after=30 $((seconds + 120)) \
         "${fuzz[@]}" run "${flags[@]}" "$target" "$corpus" "${seeds[@]}" -- \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
         -dict=fuzz/dict/jsonrpc.dict -print_final_stats=1 \
