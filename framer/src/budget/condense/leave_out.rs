@@ -221,7 +221,7 @@ impl Condenser {
             true => SpillKind::Members { first },
             false => SpillKind::Elements { first },
         };
-        let pointer = self.pointer_of(depth);
+        let pointer = self.pointer_in(depth);
         if let Some(value) = self.number_spilled(kind, pointer) {
             self.elements = Some((value, depth + 1));
             self.left_out = Some(LeftOut {
@@ -270,21 +270,6 @@ impl Condenser {
             bytes: &left.bytes,
         });
         Some(left.from)
-    }
-
-    /// The JSON Pointer (relative to `result`) of the container at `depth`.
-    fn pointer_of(&self, depth: usize) -> Vec<u8> {
-        let Some(result) = self.stack.iter().position(|l| l.role == Role::Result) else {
-            return Vec::new();
-        };
-        let mut pointer = Vec::new();
-        for level in self.stack.get(result + 1..=depth).unwrap_or(&[]) {
-            if level.segment().is_empty() {
-                return Vec::new();
-            }
-            pointer.extend_from_slice(level.segment());
-        }
-        pointer
     }
 }
 

@@ -31,11 +31,10 @@ impl Condenser {
         piece: &[u8],
         spill: &mut dyn FnMut(Spill<'_>),
     ) {
-        let Some(s) = self.string.as_ref() else {
+        if self.string.is_none() {
             return;
-        };
-        let segment = s.segment.clone();
-        let pointer = self.pointer(&segment);
+        }
+        let pointer = self.pointer();
         let Some(value) = self.spill_start(kind, pointer, spill) else {
             return;
         };
@@ -66,11 +65,11 @@ impl Condenser {
     /// its rest is reported from there (`scan` reports the bytes, through
     /// `report_elements`).
     pub(super) fn begin_elements(&mut self, first: u64) {
-        let Some(level) = self.stack.pop() else {
+        if self.stack.is_empty() {
             return;
-        };
-        let pointer = self.pointer(level.segment());
-        self.stack.push(level);
+        }
+        // The array's own pointer: it is the value read now one level up.
+        let pointer = self.pointer_in(self.stack.len() - 1);
         if let Some(value) = self.number_spilled(SpillKind::Elements { first }, pointer) {
             self.elements = Some((value, self.stack.len()));
             self.elements_step = Some(ElementsStep::Begin);

@@ -58,8 +58,6 @@ pub(super) struct Str {
     /// when not written).
     capture: Capture,
     captured: Vec<u8>,
-    /// Its JSON Pointer segment.
-    pub(super) segment: Vec<u8>,
     /// Its number, once it is cut and reported for spilling.
     pub(super) spill: Option<u32>,
     /// Texts, when their end may be kept: their decoded length so far, and
@@ -86,7 +84,7 @@ enum Capture {
 }
 
 impl Condenser {
-    pub(super) fn start_string(&mut self, segment: Vec<u8>) -> Result<(), CondenseError> {
+    pub(super) fn start_string(&mut self) -> Result<(), CondenseError> {
         if !self.muted() {
             self.whole(b"\"")?;
         }
@@ -143,7 +141,6 @@ impl Condenser {
             side,
             capture,
             captured: Vec::new(),
-            segment,
             spill: None,
             decoded: Decoded::default(),
             tail: None,
@@ -318,7 +315,7 @@ impl Condenser {
             if let Some(block) = self.stack.iter_mut().rev().find(|l| l.role == Role::Block) {
                 block.binary_len = s.len;
             }
-            let pointer = self.pointer(&s.segment);
+            let pointer = self.pointer();
             self.record(pointer, 0, s.len);
             return Ok(());
         }
@@ -329,7 +326,7 @@ impl Condenser {
         // below): built from every level's segment, it is not made for
         // each string.
         let pointer = if s.cut || (s.side.is_some() && s.len > SHORT_STRING) {
-            self.pointer(&s.segment)
+            self.pointer()
         } else {
             Vec::new()
         };

@@ -99,10 +99,11 @@ pub(super) struct Level {
     /// Elements or members written so far.
     pub(super) written: u64,
     /// The current member's key (objects), raw, at most `MAX_KEY` bytes.
+    /// With `index`, where the value read now stands in this level: its
+    /// JSON Pointer segment ([`Level::child_segment`]), unchanged while
+    /// the value is open, so a pointer is built only when one is asked for.
     pub(super) key: Vec<u8>,
     pub(super) key_too_long: bool,
-    /// The JSON Pointer segment of this level's own position.
-    segment: Vec<u8>,
     /// Arrays: cut; the remaining elements are read but not written.
     pub(super) cut: bool,
     /// Arrays whose last elements are kept (`last.rs`): where the array
@@ -128,12 +129,32 @@ pub(super) struct Level {
 }
 
 impl Level {
-    /// The JSON Pointer segment of its own position.
-    pub(super) fn segment(&self) -> &[u8] {
-        &self.segment
+    /// Appends the JSON Pointer segment of the value read now in this
+    /// level (its current member or element) to `pointer`; false, and
+    /// nothing appended, when it cannot be listed: a key with an escape or
+    /// a byte past ASCII, or longer than `MAX_KEY` (a pointer must be
+    /// exact).
+    fn child_segment(&self, pointer: &mut Vec<u8>) -> bool {
+        if self.object {
+            if self.key_too_long || self.key.iter().any(|&c| c == b'\\' || c >= 0x80) {
+                return false;
+            }
+            pointer.push(b'/');
+            for &c in &self.key {
+                match c {
+                    b'~' => pointer.extend_from_slice(b"~0"),
+                    b'/' => pointer.extend_from_slice(b"~1"),
+                    c => pointer.push(c),
+                }
+            }
+        } else {
+            pointer.push(b'/');
+            let _ = write!(Digits(pointer), "{}", self.index.saturating_sub(1));
+        }
+        true
     }
 
-    fn new(object: bool, role: Role, muted: bool, segment: Vec<u8>) -> Level {
+    fn new(object: bool, role: Role, muted: bool) -> Level {
         Level {
             object,
             role,
@@ -142,7 +163,6 @@ impl Level {
             written: 0,
             key: Vec::new(),
             key_too_long: false,
-            segment,
             cut: false,
             first_share: None,
             element: None,
@@ -270,7 +290,7 @@ impl Condenser {
             return Ok(());
         }
         match self.mode {
-            Mode::Start if b == b'{' => self.open(true, Role::Top, Vec::new()),
+            Mode::Start if b == b'{' => self.open(true, Role::Top),
             Mode::ArrayFirst if b == b']' => self.close(),
             Mode::Value | Mode::ArrayFirst => self.start_value(b),
             Mode::KeyFirst if b == b'}' => self.close(),
@@ -356,48 +376,26 @@ impl Condenser {
         }
     }
 
-    /// The JSON Pointer segment of the value that starts now.
-    fn segment(&self) -> Vec<u8> {
-        let Some(parent) = self.stack.last() else {
-            return Vec::new();
-        };
-        let mut segment = Vec::new();
-        segment.push(b'/');
-        if parent.object {
-            if parent.key_too_long || parent.key.iter().any(|&c| c == b'\\' || c >= 0x80) {
-                // Not listed: a pointer must be exact.
-                return Vec::new();
-            }
-            for &c in &parent.key {
-                match c {
-                    b'~' => segment.extend_from_slice(b"~0"),
-                    b'/' => segment.extend_from_slice(b"~1"),
-                    c => segment.push(c),
-                }
-            }
-        } else {
-            let _ = write!(Digits(&mut segment), "{}", parent.index.saturating_sub(1));
-        }
-        segment
+    /// The pointer (relative to `result`) of the value read now in the
+    /// level on top of the stack, or empty when one of its keys cannot be
+    /// listed.
+    pub(super) fn pointer(&self) -> Vec<u8> {
+        self.pointer_in(self.stack.len())
     }
 
-    /// The pointer (relative to `result`) of the value that starts now, or
-    /// empty when one of its keys cannot be listed.
-    pub(super) fn pointer(&self, own: &[u8]) -> Vec<u8> {
+    /// The pointer (relative to `result`) of the value read now in the
+    /// level at `depth - 1`: of the level at `depth`, while it is open.
+    /// Empty outside `result`, or when one of its keys cannot be listed.
+    pub(super) fn pointer_in(&self, depth: usize) -> Vec<u8> {
         let Some(result) = self.stack.iter().position(|l| l.role == Role::Result) else {
             return Vec::new();
         };
         let mut pointer = Vec::new();
-        for level in &self.stack[result + 1..] {
-            if level.segment.is_empty() {
+        for parent in self.stack.get(result..depth).unwrap_or(&[]) {
+            if !parent.child_segment(&mut pointer) {
                 return Vec::new();
             }
-            pointer.extend_from_slice(&level.segment);
         }
-        if own.is_empty() {
-            return Vec::new();
-        }
-        pointer.extend_from_slice(own);
         pointer
     }
 
@@ -431,9 +429,9 @@ impl Condenser {
                     cut_here || (l.index >= 1 && out_len - start >= share)
                 })
             });
-        if to_last && let Some(level) = self.stack.pop() {
-            let pointer = self.pointer(level.segment());
-            self.stack.push(level);
+        if to_last {
+            // The array's own pointer: it is the value read now one level up.
+            let pointer = self.pointer_in(depth - 1);
             let limit = self.room().saturating_sub(SLACK);
             if let Some(level) = self.stack.last_mut() {
                 level.index += 1;
@@ -473,14 +471,13 @@ impl Condenser {
             }
             self.element_body_starts();
         }
-        let segment = self.segment();
         match b {
             b'{' | b'[' => {
                 let object = b == b'{';
                 let role = self.child_role(object);
-                self.open(object, role, segment)
+                self.open(object, role)
             }
-            b'"' => self.start_string(segment),
+            b'"' => self.start_string(),
             _ => {
                 self.whole(&[b])?;
                 self.mode = Mode::Scalar;
@@ -499,13 +496,13 @@ impl Condenser {
         written
     }
 
-    fn open(&mut self, object: bool, role: Role, segment: Vec<u8>) -> Result<(), CondenseError> {
+    fn open(&mut self, object: bool, role: Role) -> Result<(), CondenseError> {
         if !self.muted() {
             self.whole(if object { b"{" } else { b"[" })?;
         }
         // Writing it may have left out the element it starts.
         let muted = self.muted();
-        let mut level = Level::new(object, role, muted, segment);
+        let mut level = Level::new(object, role, muted);
         level.in_array = self.stack.last().is_some_and(|p| !p.object || p.in_array);
         if !muted {
             self.reserve += 1;
@@ -616,7 +613,8 @@ impl Condenser {
                 cut = last.cut;
             }
             if cut {
-                let pointer = self.pointer(&level.segment);
+                // (Popped: it is the value read now in its parent.)
+                let pointer = self.pointer();
                 self.record_items(pointer, first, written, level.index, level.object);
                 self.end_elements();
             }
