@@ -323,8 +323,8 @@ impl Condenser {
             return Err(CondenseError::Overflow { at: self.fed });
         }
         // Its pointer, for a cut or tracked text only (see `tracked`
-        // below): built from every level's segment, it is not made for
-        // each string.
+        // below): built from every open level's key or index, it is not
+        // made for each string.
         let pointer = if s.cut || (s.side.is_some() && s.len > SHORT_STRING) {
             self.pointer()
         } else {

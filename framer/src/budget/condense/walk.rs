@@ -3,7 +3,8 @@
 //! `scan` takes the line in pieces split anywhere and walks its tokens:
 //! keys, scalars, brackets and the whitespace between them (dropped). It
 //! keeps the stack of open containers, what each is in a `tools/call`
-//! response (its `Role`) and where it stands (its JSON Pointer segment),
+//! response (its `Role`) and where the value read in it stands (its key or
+//! index, from which a JSON Pointer is built when one is asked for),
 //! and writes keys, scalars and brackets as bytes that cannot be cut
 //! (`whole`, in `room.rs`). A string value is handed to `string.rs` at its
 //! opening quote; a closing bracket places the slots that `record.rs` fills
