@@ -24,148 +24,18 @@ use alloc::vec::Vec;
 
 use serde_json::{Map, Value, json};
 
-use super::Rng;
+mod response;
+pub use response::{text, tool_response, tool_response_scaled};
+
 use crate::budget::{
     Clip, Condensed, Condenser, Keep, LINK_NOTICE, Ladder, Link, MARKER_KEY, MIN_LINKED_BUDGET,
     Shown, Spill, SpillKind, Spilled, Unit, shown_size, utf16_len,
 };
 
-/// Characters that exercise every escape and UTF-8 width.
-const CHARS: &[char] = &[
-    'a', 'b', 'c', ' ', 'x', 'y', 'z', '\n', '"', '\\', '/', '\t', '\u{1}', 'é', '€', '日', '😀',
-];
-
 /// The smallest budget for which the oracle checks that a cut result
 /// spends at least nine tenths of it (below, the condenser's fixed room for
 /// the notice, the marker and the members after a text is a larger part).
 pub const SPENT_FROM: usize = 64 << 10;
-
-/// A text of about `len` characters.
-pub fn text(rng: &mut Rng, len: usize) -> String {
-    (0..len)
-        .map(|_| {
-            if rng.below(4) == 0 {
-                CHARS[rng.below(CHARS.len())]
-            } else {
-                'x'
-            }
-        })
-        .collect()
-}
-
-/// A `tools/call` response: text, image and resource blocks, a mirror of
-/// the first text in `structuredContent` (as the official SDKs write it)
-/// or other structured data, `_meta`, `resultType`, with `id` first or
-/// last. Sizes range from tiny to a few hundred kilobytes.
-pub fn tool_response(rng: &mut Rng) -> Vec<u8> {
-    tool_response_scaled(rng, 1)
-}
-
-/// [`tool_response`] with every size and count divided by `scale`: small
-/// responses (a few kilobytes at a scale of 50) for a fuzzer to run
-/// thousands of a second.
-pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
-    let scale = scale.max(1);
-    let big = |rng: &mut Rng| match rng.below(4) {
-        0 => rng.below(40),
-        1 => rng.below(2_000 / scale + 1),
-        2 => rng.below(40_000 / scale + 1),
-        _ => rng.below(200_000 / scale + 1),
-    };
-    let mut content = Vec::new();
-    let mut first_text = None;
-    for _ in 0..rng.below(5) {
-        let block = match rng.below(5) {
-            0 => {
-                json!({"type": "image", "data": "QUJD".repeat(big(rng) / 4 + 1), "mimeType": "image/png"})
-            }
-            1 => {
-                json!({"type": "resource", "resource": {"uri": "file:///a", "mimeType": "application/octet-stream", "blob": "QUJD".repeat(big(rng) / 4 + 1)}})
-            }
-            2 => {
-                let len = big(rng);
-                json!({"type": "resource", "resource": {"uri": "file:///t", "text": text(rng, len)}})
-            }
-            _ => {
-                let len = big(rng);
-                let t = text(rng, len);
-                first_text.get_or_insert_with(|| t.clone());
-                json!({"type": "text", "text": t})
-            }
-        };
-        content.push(block);
-    }
-    if rng.below(5) == 0 {
-        // Many small blocks: an array cut to a prefix.
-        for i in 0..rng.below(3_000 / scale + 1) {
-            content.push(json!({"type": "text", "text": format!("line {i}")}));
-        }
-    }
-    let mut result = Map::new();
-    if rng.below(4) == 0 {
-        // A list as the Python SDK writes it: a block per item (its JSON,
-        // pretty-printed) and the list again in `structuredContent`.
-        let hits = python_list(rng, scale);
-        content.extend(hits.iter().map(|hit| {
-            json!({"type": "text", "text": serde_json::to_string_pretty(hit).unwrap_or_default()})
-        }));
-        first_text = None;
-        result.insert("structuredContent".to_string(), json!({"result": hits}));
-    }
-    let structured = match (rng.below(4), first_text) {
-        (0, Some(t)) => Some(json!({"content": t})),
-        (1, Some(t)) => Some(json!({"result": t, "n": 3})),
-        (2, _) => Some(
-            json!({"items": (0..rng.below(500 / scale + 1)).map(|i| json!({"i": i, "s": text(rng, 20)})).collect::<Vec<_>>(), "ok": true}),
-        ),
-        // Nested arrays: groups of hits (a few kilobytes each: under
-        // `Keep::Ends` a window of whole last groups may leave about one
-        // group's bytes unspent), and a dict of hits.
-        (3, _) => Some(json!({
-            "groups": (0..rng.below(40)).map(|g| json!({"name": format!("group {g}"), "hits": python_list(rng, scale * 100)})).collect::<Vec<_>>(),
-            "byName": python_list(rng, scale).into_iter().enumerate().map(|(i, hit)| (format!("hit-{i}"), hit)).collect::<Map<String, Value>>(),
-        })),
-        _ => None,
-    };
-    let structured = match result.remove("structuredContent") {
-        Some(list) => Some(list),
-        None => structured,
-    };
-    let meta = (rng.below(3) == 0).then(|| json!({"progressToken": 5, "x/y": "z"}));
-    // Member order varies: the Python SDK sorts, TypeScript keeps insertion.
-    let mut members: Vec<(&str, Value)> = vec![("content", Value::Array(content))];
-    if let Some(structured) = structured {
-        members.push(("structuredContent", structured));
-    }
-    if let Some(meta) = meta {
-        members.push(("_meta", meta));
-    }
-    if rng.below(2) == 0 {
-        members.push(("resultType", json!("complete")));
-    }
-    if rng.below(4) == 0 {
-        members.push(("isError", json!(false)));
-    }
-    if rng.below(2) == 0 {
-        members.reverse();
-    }
-    for (key, value) in members {
-        result.insert(key.to_string(), value);
-    }
-    let result = Value::Object(result);
-    let line = if rng.below(2) == 0 {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
-            rng.below(100)
-        )
-    } else {
-        format!(
-            r#"{{"result":{result},"jsonrpc":"2.0","id":"r-{}"}}"#,
-            rng.below(100)
-        )
-    };
-    line.into_bytes()
-}
 
 /// The response of a Python SDK tool returning `count` search hits as a
 /// `list` of models, the way the SDK writes it: a text block per hit (its
@@ -182,27 +52,6 @@ pub fn python_hits_response(count: usize) -> (Vec<Value>, String) {
         .collect();
     let line = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": blocks, "isError": false, "structuredContent": {"result": hits}}});
     (hits, line.to_string())
-}
-
-/// Search hits as a Python SDK tool returns a `list` of models: small
-/// objects, a few hundred bytes at most, sometimes thousands of them
-/// (counts divided by `scale`).
-pub fn python_list(rng: &mut Rng, scale: usize) -> Vec<Value> {
-    let count = match rng.below(3) {
-        0 => rng.below(20),
-        1 => rng.below(400 / scale + 1),
-        _ => rng.below(5_000 / scale + 1),
-    };
-    (0..count)
-        .map(|n| {
-            let len = if rng.below(8) == 0 {
-                rng.below(600)
-            } else {
-                rng.below(30)
-            };
-            json!({"path": format!("src/file-{n}.rs"), "line": n, "text": text(rng, len)})
-        })
-        .collect()
 }
 
 /// `line` in pieces of the given lengths (cycled; the whole line when

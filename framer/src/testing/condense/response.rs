@@ -1,0 +1,394 @@
+//! Generated `tools/call` responses, written straight as JSON text.
+//!
+//! A fuzz input generates one response and the checks parse it once; the
+//! generator itself builds no tree. Built as `serde_json::Value`s and
+//! serialised, a response of a few kilobytes cost about a thousand
+//! allocations, the largest share of an input's allocations, each of them
+//! dear under AddressSanitizer (fuzz/README.md, "Where an input's time goes
+//! under ASan"). Written here it costs a handful, and the text is the one
+//! serde_json wrote: the members of every object in sorted order (its map
+//! is a `BTreeMap`), strings escaped as serde_json escapes them.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::ops::Range;
+
+use crate::testing::Rng;
+
+/// Characters that exercise every escape and UTF-8 width.
+const CHARS: &[char] = &[
+    'a', 'b', 'c', ' ', 'x', 'y', 'z', '\n', '"', '\\', '/', '\t', '\u{1}', 'é', '€', '日', '😀',
+];
+
+/// A text of about `len` characters.
+pub fn text(rng: &mut Rng, len: usize) -> String {
+    let mut text = String::with_capacity(len);
+    text_into(rng, len, &mut text);
+    text
+}
+
+/// [`text`], into `text` (emptied first).
+fn text_into(rng: &mut Rng, len: usize, text: &mut String) {
+    text.clear();
+    for _ in 0..len {
+        let c = if rng.below(4) == 0 {
+            CHARS[rng.below(CHARS.len())]
+        } else {
+            'x'
+        };
+        text.push(c);
+    }
+}
+
+/// Appends `s` as the inside of a JSON string, escaped as serde_json
+/// escapes it: the two-letter escapes for `\b \t \n \f \r " \\`, `\u00xx`
+/// (lowercase) for the other control characters, everything else as is.
+fn escape(out: &mut Vec<u8>, s: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut plain = 0;
+    for (at, &b) in s.iter().enumerate() {
+        let short = match b {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'\n' => b'n',
+            b'\t' => b't',
+            b'\r' => b'r',
+            0x08 => b'b',
+            0x0C => b'f',
+            0..=0x1F => 0,
+            _ => continue,
+        };
+        out.extend_from_slice(&s[plain..at]);
+        plain = at + 1;
+        if short == 0 {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(b >> 4)]);
+            out.push(HEX[usize::from(b & 0xF)]);
+        } else {
+            out.push(b'\\');
+            out.push(short);
+        }
+    }
+    out.extend_from_slice(&s[plain..]);
+}
+
+/// Appends `n` in decimal.
+fn number(out: &mut Vec<u8>, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Appends a comma unless `first`, and clears it.
+fn comma(out: &mut Vec<u8>, first: &mut bool) {
+    if !core::mem::take(first) {
+        out.push(b',');
+    }
+}
+
+/// Buffers reused across a response: the text being generated and a
+/// pretty-printed item.
+#[derive(Default)]
+struct Scratch {
+    text: String,
+    pretty: Vec<u8>,
+}
+
+/// A `tools/call` response: text, image and resource blocks, a mirror of
+/// the first text in `structuredContent` (as the official SDKs write it)
+/// or other structured data, `_meta`, `resultType`, with `id` first or
+/// last. Sizes range from tiny to a few hundred kilobytes.
+pub fn tool_response(rng: &mut Rng) -> Vec<u8> {
+    tool_response_scaled(rng, 1)
+}
+
+/// [`tool_response`] with every size and count divided by `scale`: small
+/// responses (a few kilobytes at a scale of 200) for a fuzzer to run
+/// thousands of a second.
+pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
+    let scale = scale.max(1);
+    let big = |rng: &mut Rng| match rng.below(4) {
+        0 => rng.below(40),
+        1 => rng.below(2_000 / scale + 1),
+        2 => rng.below(40_000 / scale + 1),
+        _ => rng.below(200_000 / scale + 1),
+    };
+    let mut scratch = Scratch::default();
+    let mut content = Vec::with_capacity((64 << 10) / scale);
+    content.push(b'[');
+    let mut first = true;
+    // Where the first text block's text lies in `content`, escaped.
+    let mut first_text: Option<Range<usize>> = None;
+    for _ in 0..rng.below(5) {
+        comma(&mut content, &mut first);
+        match rng.below(5) {
+            0 => {
+                content.extend_from_slice(br#"{"data":""#);
+                base64(&mut content, big(rng));
+                content.extend_from_slice(br#"","mimeType":"image/png","type":"image"}"#);
+            }
+            1 => {
+                content.extend_from_slice(br#"{"resource":{"blob":""#);
+                base64(&mut content, big(rng));
+                content.extend_from_slice(
+                    br#"","mimeType":"application/octet-stream","uri":"file:///a"},"type":"resource"}"#,
+                );
+            }
+            2 => {
+                let len = big(rng);
+                text_into(rng, len, &mut scratch.text);
+                content.extend_from_slice(br#"{"resource":{"text":""#);
+                escape(&mut content, scratch.text.as_bytes());
+                content.extend_from_slice(br#"","uri":"file:///t"},"type":"resource"}"#);
+            }
+            _ => {
+                let len = big(rng);
+                text_into(rng, len, &mut scratch.text);
+                content.extend_from_slice(br#"{"text":""#);
+                let start = content.len();
+                escape(&mut content, scratch.text.as_bytes());
+                first_text.get_or_insert(start..content.len());
+                content.extend_from_slice(br#"","type":"text"}"#);
+            }
+        }
+    }
+    if rng.below(5) == 0 {
+        // Many small blocks: an array cut to a prefix.
+        for i in 0..rng.below(3_000 / scale + 1) {
+            comma(&mut content, &mut first);
+            content.extend_from_slice(br#"{"text":"line "#);
+            number(&mut content, i);
+            content.extend_from_slice(br#"","type":"text"}"#);
+        }
+    }
+    let mut listed = None;
+    if rng.below(4) == 0 {
+        // A list as the Python SDK writes it: a block per item (its JSON,
+        // pretty-printed) and the list again in `structuredContent`.
+        let mut list = Vec::new();
+        list.extend_from_slice(br#"{"result":["#);
+        let mut first_hit = true;
+        python_list(rng, scale, &mut scratch, |n, text, pretty| {
+            comma(&mut list, &mut first_hit);
+            hit(&mut list, n, text);
+            comma(&mut content, &mut first);
+            content.extend_from_slice(br#"{"text":""#);
+            pretty_hit(pretty, n, text);
+            escape(&mut content, pretty);
+            content.extend_from_slice(br#"","type":"text"}"#);
+        });
+        list.extend_from_slice(b"]}");
+        first_text = None;
+        listed = Some(list);
+    }
+    content.push(b']');
+    let mut structured = Vec::new();
+    let some = match (rng.below(4), first_text) {
+        (0, Some(t)) => {
+            structured.extend_from_slice(br#"{"content":""#);
+            structured.extend_from_slice(&content[t]);
+            structured.extend_from_slice(br#""}"#);
+            true
+        }
+        (1, Some(t)) => {
+            structured.extend_from_slice(br#"{"n":3,"result":""#);
+            structured.extend_from_slice(&content[t]);
+            structured.extend_from_slice(br#""}"#);
+            true
+        }
+        (2, _) => {
+            structured.extend_from_slice(br#"{"items":["#);
+            let mut first_item = true;
+            for i in 0..rng.below(500 / scale + 1) {
+                comma(&mut structured, &mut first_item);
+                structured.extend_from_slice(br#"{"i":"#);
+                number(&mut structured, i);
+                structured.extend_from_slice(br#","s":""#);
+                text_into(rng, 20, &mut scratch.text);
+                escape(&mut structured, scratch.text.as_bytes());
+                structured.extend_from_slice(br#""}"#);
+            }
+            structured.extend_from_slice(br#"],"ok":true}"#);
+            true
+        }
+        // Nested arrays: groups of hits (a few kilobytes each: under
+        // `Keep::Ends` a window of whole last groups may leave about one
+        // group's bytes unspent), and a dict of hits.
+        (3, _) => {
+            nested(rng, scale, &mut scratch, &mut structured);
+            true
+        }
+        _ => false,
+    };
+    let structured = match listed {
+        Some(list) => Some(list),
+        None => some.then_some(structured),
+    };
+    let meta = rng.below(3) == 0;
+    let result_type = rng.below(2) == 0;
+    let is_error = rng.below(4) == 0;
+    // (The order the members were added in: serde_json's map sorts them
+    // whichever it is.)
+    let _reversed = rng.below(2) == 0;
+    let id_first = rng.below(2) == 0;
+    let id = rng.below(100);
+    let mut line =
+        Vec::with_capacity(content.len() + structured.as_ref().map_or(0, Vec::len) + 160);
+    if id_first {
+        line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        number(&mut line, id);
+        line.extend_from_slice(br#","result":"#);
+    } else {
+        line.extend_from_slice(br#"{"result":"#);
+    }
+    line.push(b'{');
+    if meta {
+        line.extend_from_slice(br#""_meta":{"progressToken":5,"x/y":"z"},"#);
+    }
+    line.extend_from_slice(br#""content":"#);
+    line.extend_from_slice(&content);
+    if is_error {
+        line.extend_from_slice(br#","isError":false"#);
+    }
+    if result_type {
+        line.extend_from_slice(br#","resultType":"complete""#);
+    }
+    if let Some(structured) = structured {
+        line.extend_from_slice(br#","structuredContent":"#);
+        line.extend_from_slice(&structured);
+    }
+    line.push(b'}');
+    if id_first {
+        line.push(b'}');
+    } else {
+        line.extend_from_slice(br#","jsonrpc":"2.0","id":"r-"#);
+        number(&mut line, id);
+        line.extend_from_slice(br#""}"#);
+    }
+    line
+}
+
+/// Appends the base64 of `len / 4 + 1` times "ABC".
+fn base64(out: &mut Vec<u8>, len: usize) {
+    for _ in 0..len / 4 + 1 {
+        out.extend_from_slice(b"QUJD");
+    }
+}
+
+/// Search hits as a Python SDK tool returns a `list` of models: small
+/// objects, a few hundred bytes at most, sometimes thousands of them
+/// (counts divided by `scale`). Hands each one's number, text and a buffer
+/// for its pretty form to `each`.
+fn python_list(
+    rng: &mut Rng,
+    scale: usize,
+    scratch: &mut Scratch,
+    mut each: impl FnMut(usize, &str, &mut Vec<u8>),
+) {
+    let count = match rng.below(3) {
+        0 => rng.below(20),
+        1 => rng.below(400 / scale + 1),
+        _ => rng.below(5_000 / scale + 1),
+    };
+    for n in 0..count {
+        let len = if rng.below(8) == 0 {
+            rng.below(600)
+        } else {
+            rng.below(30)
+        };
+        text_into(rng, len, &mut scratch.text);
+        each(n, &scratch.text, &mut scratch.pretty);
+    }
+}
+
+/// Appends hit `n` as compact JSON.
+fn hit(out: &mut Vec<u8>, n: usize, text: &str) {
+    out.extend_from_slice(br#"{"line":"#);
+    number(out, n);
+    out.extend_from_slice(br#","path":"src/file-"#);
+    number(out, n);
+    out.extend_from_slice(br#".rs","text":""#);
+    escape(out, text.as_bytes());
+    out.extend_from_slice(br#""}"#);
+}
+
+/// Hit `n` as serde_json pretty-prints it (indented by two), in `out`
+/// (emptied first).
+fn pretty_hit(out: &mut Vec<u8>, n: usize, text: &str) {
+    out.clear();
+    out.extend_from_slice(b"{\n  \"line\": ");
+    number(out, n);
+    out.extend_from_slice(b",\n  \"path\": \"src/file-");
+    number(out, n);
+    out.extend_from_slice(b".rs\",\n  \"text\": \"");
+    escape(out, text.as_bytes());
+    out.extend_from_slice(b"\"\n}");
+}
+
+/// `{"byName": {"hit-0": ..., ...}, "groups": [{"hits": [...], "name":
+/// "group 0"}, ...]}`: the groups generated first, the names sorted as
+/// strings (`hit-10` before `hit-2`).
+fn nested(rng: &mut Rng, scale: usize, scratch: &mut Scratch, out: &mut Vec<u8>) {
+    let mut groups = Vec::new();
+    let mut first_group = true;
+    for g in 0..rng.below(40) {
+        comma(&mut groups, &mut first_group);
+        groups.extend_from_slice(br#"{"hits":["#);
+        let mut first_hit = true;
+        python_list(rng, scale * 100, scratch, |n, text, _| {
+            comma(&mut groups, &mut first_hit);
+            hit(&mut groups, n, text);
+        });
+        groups.extend_from_slice(br#"],"name":"group "#);
+        number(&mut groups, g);
+        groups.extend_from_slice(br#""}"#);
+    }
+    let mut hits = Vec::new();
+    let mut at: Vec<Range<usize>> = Vec::new();
+    python_list(rng, scale, scratch, |n, text, _| {
+        let start = hits.len();
+        hit(&mut hits, n, text);
+        at.push(start..hits.len());
+    });
+    let mut names: Vec<usize> = (0..at.len()).collect();
+    names.sort_unstable_by_key(|&n| decimal(n));
+    out.extend_from_slice(br#"{"byName":{"#);
+    let mut first_name = true;
+    for n in names {
+        comma(out, &mut first_name);
+        out.extend_from_slice(br#""hit-"#);
+        number(out, n);
+        out.extend_from_slice(br#"":"#);
+        out.extend_from_slice(&hits[at[n].clone()]);
+    }
+    out.extend_from_slice(br#"},"groups":["#);
+    out.extend_from_slice(&groups);
+    out.extend_from_slice(b"]}");
+}
+
+/// `n`'s decimal digits, for comparing numbers as strings.
+fn decimal(n: usize) -> [u8; 20] {
+    let mut digits = [0u8; 20];
+    let mut len = 0;
+    let mut rest = n;
+    loop {
+        digits[len] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        len += 1;
+        if rest == 0 {
+            break;
+        }
+    }
+    digits[..len].reverse();
+    // Zero padding after the digits sorts a prefix first, as strings do.
+    digits
+}
