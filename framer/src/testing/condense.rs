@@ -25,7 +25,7 @@ use alloc::vec::Vec;
 use serde_json::{Map, Value, json};
 
 mod response;
-pub use response::{text, tool_response, tool_response_scaled};
+pub use response::{text, tool_response, tool_response_scaled, tool_response_sorted};
 
 use crate::budget::{
     Clip, Condensed, Condenser, Keep, LINK_NOTICE, Ladder, Link, MARKER_KEY, MIN_LINKED_BUDGET,

@@ -11,7 +11,7 @@ use drainpipe_framer::testing::Rng;
 use drainpipe_framer::testing::condense::{
     SpilledRaw, check_condensed, check_ladder, check_ladder_keeping, check_nothing_lost,
     check_spilled, condense_linked, condense_linked_keeping, condense_split,
-    condense_split_keeping, kept_ends, text, tool_response,
+    condense_split_keeping, kept_ends, text, tool_response, tool_response_sorted,
 };
 use serde_json::{Value, json};
 
@@ -854,7 +854,7 @@ fn a_binary_block_left_out_whole_with_links_leaves_its_room_unused() {
 #[test]
 fn a_dict_members_text_is_never_cut_without_a_link() {
     let mut rng = Rng::new(11818106654240338515);
-    let line = tool_response(&mut rng);
+    let line = tool_response_sorted(&mut rng);
     let (outcome, spilled) =
         condense_linked_keeping(&line, 8268, &[4430, 1, 1, 1, 1, 1, 1, 1], keep_of(0))
             .expect("condenses");
@@ -876,7 +876,7 @@ fn a_list_opened_with_no_link_left_is_left_out_with_its_group() {
 /// within budget, honest and complete; the outcome for more checks.
 fn linked_case_holds(seed: u64, budget: usize) -> Condensed {
     let mut rng = Rng::new(seed);
-    let line = tool_response(&mut rng);
+    let line = tool_response_sorted(&mut rng);
     let lengths: Vec<usize> = {
         let mut split_rng = Rng::new(0);
         (0..8).map(|_| 1 + split_rng.below(5_000)).collect()

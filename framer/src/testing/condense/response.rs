@@ -5,9 +5,9 @@
 //! serialised, a response of a few kilobytes cost about a thousand
 //! allocations, the largest share of an input's allocations, each of them
 //! dear under AddressSanitizer (fuzz/README.md, "Where an input's time goes
-//! under ASan"). Written here it costs a handful, and the text is the one
-//! serde_json wrote: the members of every object in sorted order (its map
-//! is a `BTreeMap`), strings escaped as serde_json escapes them.
+//! under ASan"). Written here it costs a handful. Strings are escaped as
+//! serde_json escapes them; the members come in one of three orders (see
+//! [`tool_response_scaled`]), one of them serde_json's sorted order.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -114,7 +114,25 @@ pub fn tool_response(rng: &mut Rng) -> Vec<u8> {
 /// [`tool_response`] with every size and count divided by `scale`: small
 /// responses (a few kilobytes at a scale of 200) for a fuzzer to run
 /// thousands of a second.
+///
+/// The members of the result and of each block come in one of three
+/// orders: sorted (as serde_json writes a map: `type` last, `content`
+/// before `structuredContent`), as a TypeScript tool adds them (`type`
+/// first, `content` first), or that order reversed (`structuredContent`
+/// before the text it mirrors).
 pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
+    generate(rng, scale, false)
+}
+
+/// [`tool_response`] with its members always sorted, `type` last in each
+/// block (as serde_json writes a map): the responses the regression tests
+/// named by a seed were found with, before the order was drawn too.
+pub fn tool_response_sorted(rng: &mut Rng) -> Vec<u8> {
+    generate(rng, 1, true)
+}
+
+/// [`tool_response_scaled`], its members sorted if `sorted`.
+fn generate(rng: &mut Rng, scale: usize, sorted: bool) -> Vec<u8> {
     let scale = scale.max(1);
     let big = |rng: &mut Rng| match rng.below(4) {
         0 => rng.below(40),
@@ -126,10 +144,13 @@ pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
     let mut content = Vec::with_capacity((64 << 10) / scale);
     content.push(b'[');
     let mut first = true;
+    // Where each block lies in `content`.
+    let mut blocks: Vec<Range<usize>> = Vec::new();
     // Where the first text block's text lies in `content`, escaped.
     let mut first_text: Option<Range<usize>> = None;
     for _ in 0..rng.below(5) {
         comma(&mut content, &mut first);
+        let start = content.len();
         match rng.below(5) {
             0 => {
                 content.extend_from_slice(br#"{"data":""#);
@@ -160,14 +181,17 @@ pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
                 content.extend_from_slice(br#"","type":"text"}"#);
             }
         }
+        blocks.push(start..content.len());
     }
     if rng.below(5) == 0 {
         // Many small blocks: an array cut to a prefix.
         for i in 0..rng.below(3_000 / scale + 1) {
             comma(&mut content, &mut first);
+            let start = content.len();
             content.extend_from_slice(br#"{"text":"line "#);
             number(&mut content, i);
             content.extend_from_slice(br#"","type":"text"}"#);
+            blocks.push(start..content.len());
         }
     }
     let mut listed = None;
@@ -181,10 +205,12 @@ pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
             comma(&mut list, &mut first_hit);
             hit(&mut list, n, text);
             comma(&mut content, &mut first);
+            let start = content.len();
             content.extend_from_slice(br#"{"text":""#);
             pretty_hit(pretty, n, text);
             escape(&mut content, pretty);
             content.extend_from_slice(br#"","type":"text"}"#);
+            blocks.push(start..content.len());
         });
         list.extend_from_slice(b"]}");
         first_text = None;
@@ -236,9 +262,14 @@ pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
     let meta = rng.below(3) == 0;
     let result_type = rng.below(2) == 0;
     let is_error = rng.below(4) == 0;
-    // (The order the members were added in: serde_json's map sorts them
-    // whichever it is.)
-    let _reversed = rng.below(2) == 0;
+    // The order of the members, as the servers people use write them:
+    // sorted (as serde_json's map writes them, `type` last in each block),
+    // in the order a TypeScript tool adds them (`type` first, `content`
+    // first), or that order reversed (`structuredContent` before the text
+    // it mirrors).
+    // (Drawn either way: the draws after it are the same.)
+    let drawn = rng.below(3);
+    let order = if sorted { 0 } else { drawn };
     let id_first = rng.below(2) == 0;
     let id = rng.below(100);
     let mut line =
@@ -250,21 +281,47 @@ pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
     } else {
         line.extend_from_slice(br#"{"result":"#);
     }
-    line.push(b'{');
+    let content = if order == 0 {
+        content
+    } else {
+        type_first(&content, &blocks)
+    };
+    let mut members: Vec<(&[u8], &[u8])> = Vec::with_capacity(5);
     if meta {
-        line.extend_from_slice(br#""_meta":{"progressToken":5,"x/y":"z"},"#);
+        members.push((b"_meta", br#"{"progressToken":5,"x/y":"z"}"#));
     }
-    line.extend_from_slice(br#""content":"#);
-    line.extend_from_slice(&content);
+    members.push((b"content", &content));
     if is_error {
-        line.extend_from_slice(br#","isError":false"#);
+        members.push((b"isError", b"false"));
     }
     if result_type {
-        line.extend_from_slice(br#","resultType":"complete""#);
+        members.push((b"resultType", br#""complete""#));
     }
-    if let Some(structured) = structured {
-        line.extend_from_slice(br#","structuredContent":"#);
-        line.extend_from_slice(&structured);
+    if let Some(structured) = &structured {
+        members.push((b"structuredContent", structured));
+    }
+    if order != 0 {
+        // Added: content, structuredContent, _meta, resultType, isError.
+        let rank = |key: &[u8]| match key {
+            b"content" => 0,
+            b"structuredContent" => 1,
+            b"_meta" => 2,
+            b"resultType" => 3,
+            _ => 4,
+        };
+        members.sort_by_key(|&(key, _)| rank(key));
+        if order == 2 {
+            members.reverse();
+        }
+    }
+    line.push(b'{');
+    let mut first_member = true;
+    for (key, value) in members {
+        comma(&mut line, &mut first_member);
+        line.push(b'"');
+        line.extend_from_slice(key);
+        line.extend_from_slice(b"\":");
+        line.extend_from_slice(value);
     }
     line.push(b'}');
     if id_first {
@@ -275,6 +332,32 @@ pub fn tool_response_scaled(rng: &mut Rng, scale: usize) -> Vec<u8> {
         line.extend_from_slice(br#""}"#);
     }
     line
+}
+
+/// `content` (a JSON array of the blocks at `blocks`, each one's `type`
+/// its last member) with each block's `type` moved first.
+fn type_first(content: &[u8], blocks: &[Range<usize>]) -> Vec<u8> {
+    const TYPE: &[u8] = br#","type":""#;
+    let mut out = Vec::with_capacity(content.len());
+    out.push(b'[');
+    let mut first = true;
+    for block in blocks {
+        let block = &content[block.clone()];
+        // (A quote inside a string is escaped: the last unescaped
+        // `,"type":"` is the member's.)
+        let at = block
+            .windows(TYPE.len())
+            .rposition(|w| w == TYPE)
+            .expect("every block ends with its type");
+        comma(&mut out, &mut first);
+        out.push(b'{');
+        out.extend_from_slice(&block[at + 1..block.len() - 1]);
+        out.push(b',');
+        out.extend_from_slice(&block[1..at]);
+        out.push(b'}');
+    }
+    out.push(b']');
+    out
 }
 
 /// Appends the base64 of `len / 4 + 1` times "ABC".
