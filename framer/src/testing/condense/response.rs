@@ -72,19 +72,24 @@ fn escape(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(&s[plain..]);
 }
 
-/// Appends `n` in decimal.
-fn number(out: &mut Vec<u8>, n: usize) {
+/// `n`'s decimal digits, right-aligned, and where they start.
+fn digits(n: usize) -> ([u8; 20], usize) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
-    let mut n = n;
+    let mut rest = n;
     loop {
         at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            return (digits, at);
         }
     }
+}
+
+/// Appends `n` in decimal.
+fn number(out: &mut Vec<u8>, n: usize) {
+    let (digits, at) = digits(n);
     out.extend_from_slice(&digits[at..]);
 }
 
@@ -458,20 +463,11 @@ fn nested(rng: &mut Rng, scale: usize, scratch: &mut Scratch, out: &mut Vec<u8>)
     out.extend_from_slice(b"]}");
 }
 
-/// `n`'s decimal digits, for comparing numbers as strings.
+/// `n`'s decimal digits left-aligned, for comparing numbers as strings:
+/// the zeros after them sort a prefix first (`1` before `10`).
 fn decimal(n: usize) -> [u8; 20] {
-    let mut digits = [0u8; 20];
-    let mut len = 0;
-    let mut rest = n;
-    loop {
-        digits[len] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        len += 1;
-        if rest == 0 {
-            break;
-        }
-    }
-    digits[..len].reverse();
-    // Zero padding after the digits sorts a prefix first, as strings do.
-    digits
+    let (digits, at) = digits(n);
+    let mut left = [0u8; 20];
+    left[..digits.len() - at].copy_from_slice(&digits[at..]);
+    left
 }
