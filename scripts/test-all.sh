@@ -79,9 +79,15 @@ fi
 # The two builds cover the session library in both feature sets (a
 # separate `cargo check` type-checked wasmtime a second time, minutes).
 # Without the component first: the build with it (the default) leaves the
-# .exe files the wine tests run.
-cargo build --quiet --target x86_64-pc-windows-gnu -p drainpipe-cli --no-default-features
-cargo build --quiet --target x86_64-pc-windows-gnu -p drainpipe-cli
+# .exe files the wine tests run. mingw's gcc leaves empty temp files
+# (`cc*`, some 160 a build) in $TMPDIR: a scratch one, removed after.
+(
+    TMPDIR="$(mktemp -d)"
+    export TMPDIR
+    trap 'rm -rf "$TMPDIR"' EXIT
+    cargo build --quiet --target x86_64-pc-windows-gnu -p drainpipe-cli --no-default-features
+    cargo build --quiet --target x86_64-pc-windows-gnu -p drainpipe-cli
+)
 
 step "peers: Node and Python MCP SDKs, jco"
 # openssl makes the private root and certificate of the HTTPS test
@@ -107,14 +113,19 @@ step "Windows builds under wine, driven from Linux over real pipes"
 # tests/tests/wine.rs, #[ignore]d in the plain run. Wine 8.0 lacks the DLL
 # Rust's std takes random bytes from: the shim is built from source beside
 # the .exe files. A private prefix; its wineserver stays up for the run
-# (so a test's kill reaches only what it aims at) and is ended after.
+# (so a test's kill reaches only what it aims at) and is ended after. The
+# prefix and the wineserver's socket directory (`wine-*`, made in $TMPDIR)
+# go in one scratch directory, removed after.
 (
     bins="$PWD/target/x86_64-pc-windows-gnu/debug"
+    TMPDIR="$(mktemp -d)"
+    export TMPDIR
     x86_64-w64-mingw32-gcc -shared -O2 -o "$bins/bcryptprimitives.dll" \
         test-support/wine/bcryptprimitives.c -ladvapi32
-    WINEPREFIX="$(mktemp -d)"
+    WINEPREFIX="$TMPDIR/prefix"
+    mkdir "$WINEPREFIX"
     export WINEPREFIX WINEDEBUG=-all DRAINPIPE_WINE=/usr/lib/wine/wine64 DRAINPIPE_WINE_BIN_DIR="$bins"
-    trap '/usr/lib/wine/wineserver64 -k 2>/dev/null || true; rm -rf "$WINEPREFIX"' EXIT
+    trap '/usr/lib/wine/wineserver64 -k 2>/dev/null || true; rm -rf "$TMPDIR"' EXIT
     /usr/lib/wine/wineserver64 -p
     # The first start creates the prefix (seconds): outside the tests' bounds.
     timeout 300 "$DRAINPIPE_WINE" "$bins/drainpipe.exe" --version </dev/null >/dev/null 2>&1
