@@ -358,6 +358,29 @@ async fn a_cancellation_reaches_the_remote_server() {
     );
 }
 
+/// A request the server sends on its own stream (the GET's) as soon as the
+/// host's first call arrives reaches the host: the proxy has the stream
+/// open before it sends a message after `notifications/initialized`. The
+/// TypeScript SDK's server drops what it sends on a stream not open, and
+/// its GET is answered 300 ms late here, as a loaded machine answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_the_servers_own_stream_right_after_initialize_arrives() {
+    let Some((_up, url)) = start(Server::Node(&["--slow-get", "300"])).await else {
+        return;
+    };
+    let Some(proxy) = proxy(&url, &[], "ask") else {
+        return;
+    };
+    let what = "elicitation/create on the server's own stream through proxy --url";
+    let (summary, _) = client("ask", &["--call-timeout", "30"], &proxy, what).await;
+    assert_eq!(summary["ok"], json!(true), "{what}: {summary}");
+    assert_eq!(
+        summary["ask"]["text"],
+        json!(r#"{"action":"accept","content":{"name":"drainpipe"}}"#),
+        "{what}: {summary}"
+    );
+}
+
 /// HTTPS, with the server's root given by `SSL_CERT_FILE` as a company's
 /// would be, and HTTP/2 negotiated by ALPN: a 20 MB answer condensed as
 /// over plain HTTP.

@@ -23,7 +23,10 @@
 //! - `Mcp-Session-Id` and `MCP-Protocol-Version` from the initialize answer
 //!   go on every later request; a `GET` stream for the server's own
 //!   messages opens once the session is initialized (`405`: the server has
-//!   none); `DELETE` ends the session when the host closes stdin;
+//!   none), and the host's next message waits until the server has
+//!   answered that GET (at most [`OWN_STREAM_WAIT`]), so nothing the server
+//!   sends on it in reply to that message is lost; `DELETE` ends the
+//!   session when the host closes stdin;
 //! - a body that sends nothing for the idle timeout, breaks, or ends
 //!   before answering its request is resumed with `Last-Event-ID` when its
 //!   events had ids, else its request is answered with an error; an answer
@@ -94,6 +97,15 @@ const MAX_RESUMES: u32 = 3;
 /// a stream carries no answer a request waits for, and may be quiet for
 /// hours.
 const QUIET_STREAM: Duration = Duration::from_secs(24 * 3600);
+
+/// How long the host's messages after `notifications/initialized` wait for
+/// the server to answer the GET of its own stream. A server may send a
+/// request there as soon as the host's first call arrives (an elicitation,
+/// a sampling request), and the TypeScript SDK's server drops what it
+/// sends on a stream not yet open: its tool then waits out its own
+/// timeout. Bounded, because a server that holds the GET's head until it
+/// has something to send would otherwise hold the host's first call.
+const OWN_STREAM_WAIT: Duration = Duration::from_secs(5);
 
 /// The longest HTTP error body read as a JSON-RPC error for the request:
 /// far over a real one (an error with a list of versions), bounding what a
@@ -299,6 +311,7 @@ pub(crate) fn connect(
         sink,
         gone: AtomicBool::new(false),
         control: control.clone(),
+        own_stream: CancellationToken::new(),
         waiting: Mutex::new(HashSet::new()),
         failed,
     });
@@ -381,6 +394,9 @@ struct Shared {
     /// stream broke): every later request fails at once.
     gone: AtomicBool,
     control: Control,
+    /// Cancelled once the server has answered the first GET of its own
+    /// stream, whatever it answered, or that stream will not be opened.
+    own_stream: CancellationToken,
     /// The older transport: requests whose answer is awaited on the GET
     /// stream, by canonical id.
     waiting: Mutex<HashSet<Vec<u8>>>,
@@ -432,9 +448,12 @@ async fn bridge(shared: Arc<Shared>, mut input: DuplexStream, framer: Config) {
         });
         for message in messages {
             // Until the transport is known, one message at a time: the
-            // first POST decides it.
+            // first POST decides it. `notifications/initialized` too: the
+            // server's own stream opens after it, before the next message
+            // goes (see `OWN_STREAM_WAIT`).
             let decided = shared.session.lock().expect("session").mode.is_some();
-            if decided {
+            let initialized = message.method.as_deref() == Some(b"notifications/initialized");
+            if decided && !initialized {
                 tasks.spawn(shared.clone().send(message));
             } else {
                 tokio::select! {
@@ -630,6 +649,7 @@ impl Shared {
             // server answers with a stream anyway.
             if initialized {
                 self.clone().listen();
+                self.own_stream_open().await;
             }
             if status == StatusCode::ACCEPTED {
                 return;
@@ -815,6 +835,20 @@ impl Shared {
         }
     }
 
+    /// Waits until the server has answered the first GET of its own stream
+    /// (at most `OWN_STREAM_WAIT`).
+    async fn own_stream_open(&self) {
+        tokio::select! {
+            () = self.own_stream.cancelled() => {}
+            () = self.control.abort.cancelled() => {}
+            () = tokio::time::sleep(OWN_STREAM_WAIT) => self.sink.line(&format!(
+                "{} has not answered the GET of its own stream in {} s: going on without it",
+                shown(&self.url),
+                OWN_STREAM_WAIT.as_secs()
+            )),
+        }
+    }
+
     /// Opens the server's own stream (GET) once the session is
     /// initialized, and keeps it open: reconnected with `Last-Event-ID`
     /// when it ends, given up at `405` (the server has none) or when the
@@ -828,6 +862,9 @@ impl Shared {
             session.listening = true;
         }
         tokio::spawn(async move {
+            // Cancels `own_stream` when the first GET is answered, or when
+            // this task ends before that.
+            let mut first = Some(self.own_stream.clone().drop_guard());
             let mut lines = BodyLines::new(self.lines.clone(), BodyKind::Events, self.max_depth)
                 .limit(self.limit);
             let abort = self.control.abort.clone();
@@ -846,6 +883,7 @@ impl Shared {
                     () = abort.cancelled() => return,
                     response = self.http_send(request) => response,
                 };
+                drop(first.take());
                 match response {
                     Ok(response) if response.status().is_success() => {
                         failures = 0;

@@ -3,7 +3,7 @@
 // one McpServer, per `initialize`, keyed by `Mcp-Session-Id`), on loopback.
 // The remote release tests drive `drainpipe proxy --url` against it.
 //
-//   node http-server.mjs [--port N] [--host H] [--json] [--legacy]
+//   node http-server.mjs [--port N] [--host H] [--json] [--legacy] [--slow-get MS]
 //
 //   --port N   the port to listen on; 0 (the default) picks a free one
 //   --host H   the address to bind (default 127.0.0.1)
@@ -14,6 +14,9 @@
 //   --tls CERT KEY  HTTPS with this certificate and key (PEM files), HTTP/2
 //              offered by ALPN and HTTP/1.1 accepted (node:http2's secure
 //              server with allowHTTP1)
+//   --slow-get MS  each GET of /mcp (the server's own stream) is handed to
+//              the transport MS ms late, as a server that checks something
+//              first or a loaded machine answers it
 //
 // Endpoints: /mcp (POST, GET, DELETE) in Streamable HTTP mode; /sse and
 // /messages in legacy mode. The first stdout line is `listening <port>`,
@@ -28,6 +31,13 @@
 //                       request's abort signal, and a cancelled call counts
 //   cancelled_count {}  how many `slow` calls were cancelled so far, in this
 //                       process (all sessions): one text block, the number
+//   ask {}              asks the client `elicitation/create` on the
+//                       session's own stream (the GET's: a request related
+//                       to no other, as the conformance suite's elicitation
+//                       scenarios send it), then answers with the client's
+//                       answer as JSON text; the SDK drops a message for a
+//                       stream not open, so the ask fails after 10 s if the
+//                       GET stream was not open when the call came
 
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -36,7 +46,7 @@ import { createSecureServer } from "node:http2";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitResultSchema, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 const argv = process.argv.slice(2);
@@ -49,8 +59,9 @@ const port = Number(option("--port", "0"));
 const host = option("--host", "127.0.0.1");
 const json = flag("--json");
 const legacy = flag("--legacy");
-if (!Number.isInteger(port) || port < 0 || (json && legacy)) {
-  console.error("usage: node http-server.mjs [--port N] [--host H] [--json | --legacy]");
+const slowGet = Number(option("--slow-get", "0"));
+if (!Number.isInteger(port) || port < 0 || (json && legacy) || !(slowGet >= 0)) {
+  console.error("usage: node http-server.mjs [--port N] [--host H] [--json | --legacy] [--slow-get MS]");
   process.exit(2);
 }
 
@@ -131,6 +142,20 @@ function makeServer() {
     { description: "How many `slow` calls were cancelled so far.", inputSchema: {} },
     async () => text(String(cancelled)),
   );
+  server.registerTool(
+    "ask",
+    { description: "Asks the client elicitation/create on the session's own stream.", inputSchema: {} },
+    async () => {
+      // `server.server.request`, not the handler's `sendRequest`: no related
+      // request, so the transport sends it on the GET stream.
+      const answer = await server.server.request(
+        { method: "elicitation/create", params: { message: "Your name?", requestedSchema: { type: "object", properties: { name: { type: "string" } } } } },
+        ElicitResultSchema,
+        { timeout: 10_000 },
+      );
+      return text(JSON.stringify(answer));
+    },
+  );
   return server;
 }
 
@@ -181,6 +206,7 @@ async function streamable(req, res, url) {
     };
     await makeServer().connect(transport);
   }
+  if (req.method === "GET" && slowGet > 0) await new Promise((resolve) => setTimeout(resolve, slowGet));
   await transport.handleRequest(req, res, body);
 }
 

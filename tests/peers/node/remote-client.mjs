@@ -19,6 +19,9 @@
 //   cancel     slow {ms: 5000} aborted after 300 ms, then echo, then
 //              cancelled_count until it has grown (up to 3 s)
 //   list       tools/list; reports the names
+//   ask        calls ask right after initialize, answering the server's
+//              elicitation/create with {name: "drainpipe"} (the client
+//              declares elicitation); the call must come back with it
 //
 // Options:
 //   --mb N              for big (default: env REMOTE_MB, else 1)
@@ -43,11 +46,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
-const SCENARIOS = ["echo", "big", "call", "tool", "then_echo", "cancel", "list", "latency"];
+const SCENARIOS = ["echo", "big", "call", "tool", "then_echo", "cancel", "list", "latency", "ask"];
 const usage = () => {
   console.error(
-    "usage: node remote-client.mjs <echo|big|call|tool|then_echo|cancel|list|latency> [--calls N] [--mb N] [--tool NAME] [--args JSON] " +
+    "usage: node remote-client.mjs <echo|big|call|tool|then_echo|cancel|list|latency|ask> [--calls N] [--mb N] [--tool NAME] [--args JSON] " +
       "[--text S] [--call-timeout S] [--timeout S] [--header 'N: v'] (-- <command…> | --direct URL | --direct-sse URL)",
   );
   process.exit(2);
@@ -109,7 +113,14 @@ else if (directSse) {
   }
   transport = new StdioClientTransport({ command: command[0], args: command.slice(1), stderr: "inherit", env });
 }
-const client = new Client({ name: "drainpipe-remote-client", version: "0.0.0" });
+const client = new Client(
+  { name: "drainpipe-remote-client", version: "0.0.0" },
+  scenario === "ask" ? { capabilities: { elicitation: {} } } : undefined,
+);
+const ELICITED = { name: "drainpipe" };
+if (scenario === "ask") {
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: ELICITED }));
+}
 client.onerror = (error) => console.error(`remote-client: transport error: ${error.message ?? error}`);
 
 async function finish(code) {
@@ -212,6 +223,11 @@ async function run() {
       const at = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
       summary.latency = { calls, p50_ms: at(0.5), p90_ms: at(0.9), p99_ms: at(0.99), max_ms: times[times.length - 1] };
       return true;
+    }
+    case "ask": {
+      summary.ask = await call("ask", {});
+      const asked = summary.ask.ok && !summary.ask.is_error ? JSON.parse(summary.ask.text) : undefined;
+      return asked?.action === "accept" && asked.content?.name === ELICITED.name;
     }
     case "cancel": {
       const count = async () => Number(firstText(await call("cancelled_count", {})));
