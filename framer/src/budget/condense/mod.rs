@@ -431,6 +431,9 @@ pub struct Condenser {
     fed: u64,
     mode: Mode,
     stack: Vec<Level>,
+    /// Levels closed, kept for their buffers (at most the deepest the
+    /// stack has been).
+    spare: Vec<Level>,
     /// A `,` was read before the next element or member: written with it.
     comma_pending: bool,
     /// The key just read (moved into its level at `:`).
@@ -500,6 +503,7 @@ impl Condenser {
             fed: 0,
             mode: Mode::Start,
             stack: Vec::new(),
+            spare: Vec::new(),
             comma_pending: false,
             key: Vec::new(),
             key_too_long: false,

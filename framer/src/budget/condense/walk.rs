@@ -176,6 +176,27 @@ impl Level {
             has_meta: false,
         }
     }
+
+    /// A new level in this one's buffers (emptied), as [`Level::new`]
+    /// makes it: a response opens a level for each of its objects and
+    /// arrays, and each would otherwise allocate its key anew.
+    fn renew(self, object: bool, role: Role, muted: bool) -> Level {
+        let Level {
+            mut key,
+            mut block_type,
+            mut block_mime,
+            ..
+        } = self;
+        key.clear();
+        block_type.clear();
+        block_mime.clear();
+        Level {
+            key,
+            block_type,
+            block_mime,
+            ..Level::new(object, role, muted)
+        }
+    }
 }
 
 impl Condenser {
@@ -503,7 +524,10 @@ impl Condenser {
         }
         // Writing it may have left out the element it starts.
         let muted = self.muted();
-        let mut level = Level::new(object, role, muted);
+        let mut level = match self.spare.pop() {
+            Some(closed) => closed.renew(object, role, muted),
+            None => Level::new(object, role, muted),
+        };
         level.in_array = self.stack.last().is_some_and(|p| !p.object || p.in_array);
         if !muted {
             self.reserve += 1;
@@ -537,6 +561,15 @@ impl Condenser {
         let Some(level) = self.stack.pop() else {
             return Err(CondenseError::NotAnObject);
         };
+        let closed = self.closed(&level);
+        // Its buffers serve the next level opened.
+        self.spare.push(level);
+        closed
+    }
+
+    /// Ends `level`, just popped: its closing bracket, and what it
+    /// reserved, cut or left to fill in.
+    fn closed(&mut self, level: &Level) -> Result<(), CondenseError> {
         self.mode = if self.stack.is_empty() {
             Mode::Done
         } else {
@@ -595,7 +628,7 @@ impl Condenser {
                             m.dead = true;
                         }
                     }
-                    let text = replacement_text(&level, self.budget);
+                    let text = replacement_text(level, self.budget);
                     self.out.extend_from_slice(&text);
                     self.reserve -= 1;
                     return Ok(());
