@@ -415,6 +415,13 @@ struct Outgoing {
     method: Option<Vec<u8>>,
 }
 
+impl Outgoing {
+    /// `notifications/initialized`: the server's own stream opens after it.
+    fn is_initialized(&self) -> bool {
+        self.method.as_deref() == Some(b"notifications/initialized")
+    }
+}
+
 async fn bridge(shared: Arc<Shared>, mut input: DuplexStream, framer: Config) {
     let mut framer = Framer::new(framer);
     let mut tasks = JoinSet::new();
@@ -452,8 +459,7 @@ async fn bridge(shared: Arc<Shared>, mut input: DuplexStream, framer: Config) {
             // server's own stream opens after it, before the next message
             // goes (see `OWN_STREAM_WAIT`).
             let decided = shared.session.lock().expect("session").mode.is_some();
-            let initialized = message.method.as_deref() == Some(b"notifications/initialized");
-            if decided && !initialized {
+            if decided && !message.is_initialized() {
                 tasks.spawn(shared.clone().send(message));
             } else {
                 tokio::select! {
@@ -643,7 +649,7 @@ impl Shared {
             Some(b"tools/list") => Capture::ToolsList,
             _ => Capture::Nothing,
         };
-        let initialized = message.method.as_deref() == Some(b"notifications/initialized");
+        let initialized = message.is_initialized();
         if status == StatusCode::ACCEPTED || message.key.is_none() {
             // A notification or a response: nothing more comes, unless the
             // server answers with a stream anyway.
