@@ -44,6 +44,7 @@ pub use capture::{Capture, CaptureReport, CapturedOutput};
 pub use condense::{
     Candidate, CondenseError, Condensed, Condenser, Ended, Keep, LINK_NOTICE, Ladder, Link, Links,
     MARKER_KEY, MAX_LINKS, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET, Spill, SpillKind, Spilled,
+    WHOLE_ROOM,
 };
 pub use config::{BudgetError, Continuation, ResultConfig};
 pub use result::{BudgetedResult, Pushed, ResultBuilder};

@@ -13,8 +13,18 @@
 //! third at worst, when the best fit lies just under the next rung.
 //!
 //! Costs: memory is the sum of the rungs (21¼ times the amount for
-//! characters), and every byte of the response is read by each condenser;
-//! [`Clip::rungs`](super::super::Clip::rungs) bounds both.
+//! characters), and every byte of the response is read by each condenser
+//! fed; [`Clip::rungs`](super::super::Clip::rungs) bounds both. A rung is
+//! fed only once the line is long enough for it to cut anything: a line at
+//! least `WHOLE_ROOM` bytes under a rung's budget is written whole, so until
+//! the line passes that, the rung waits (the line so far is held, at most
+//! the largest rung's budget) and is then fed what it missed. Rungs still
+//! waiting at the end would all have kept the line whole: the smallest is
+//! fed it, and the others end as it did. A line of a few times the amount
+//! is condensed by the rungs near the amount only, and a line no longer than
+//! the amount by one rung and the one that ends for the others. The rungs up
+//! to the spilling one are always fed: their reports come as the line is
+//! read.
 //!
 //! Spilling: only one rung reports the values it cuts (the smallest that
 //! can keep links, which cuts the most); the result taken links the values
@@ -29,6 +39,7 @@ use crate::budget::{Clip, Unit};
 
 use super::{
     CondenseError, Condensed, Condenser, Keep, LINK_NOTICE, Links, MIN_LINKED_BUDGET, Spill,
+    WHOLE_ROOM,
 };
 
 /// One condenser per byte budget, fed alike (see the module docs).
@@ -38,6 +49,16 @@ pub struct Ladder {
     rungs: Vec<Condenser>,
     /// The rung whose cut values are reported for spilling.
     spiller: Option<usize>,
+    /// The rungs fed the line: the smallest `fed`; the others wait (see the
+    /// module docs).
+    fed: usize,
+    /// The line so far, while a rung waits.
+    held: Vec<u8>,
+}
+
+/// The longest line a rung of `budget` bytes surely writes whole.
+fn keeps_whole(budget: usize) -> usize {
+    budget.saturating_sub(WHOLE_ROOM)
 }
 
 impl Ladder {
@@ -57,6 +78,8 @@ impl Ladder {
         Ok(Ladder {
             rungs,
             spiller: None,
+            fed: 1,
+            held: Vec::new(),
         })
     }
 
@@ -118,25 +141,63 @@ impl Ladder {
         self.feed_spilling(bytes, &mut |_| {})
     }
 
-    /// Feeds the next piece of the line to every rung; the spilling rung
-    /// reports its cut values to `spill`. Fails only when every rung has.
+    /// Feeds the next piece of the line to every rung that may cut it
+    /// (see the module docs); the spilling rung reports its cut values to
+    /// `spill`. Fails only when every rung has.
     pub fn feed_spilling(
         &mut self,
         bytes: &[u8],
         spill: &mut dyn FnMut(Spill<'_>),
     ) -> Result<(), CondenseError> {
+        // Whether a rung took the piece, else the last error.
         let mut last = Ok(());
         let mut any = false;
-        for (k, rung) in self.rungs.iter_mut().enumerate() {
-            let fed = if Some(k) == self.spiller {
-                rung.feed_spilling(bytes, spill)
-            } else {
-                rung.feed(bytes)
-            };
-            any |= fed.is_ok();
+        let mut outcome = |fed: Result<(), CondenseError>, any: &mut bool| {
+            *any |= fed.is_ok();
             if fed.is_err() {
                 last = fed;
             }
+        };
+        // The rungs up to the spilling one are fed from the first byte.
+        let eager = self.spiller.map_or(1, |k| k + 1).min(self.rungs.len());
+        let mut start = self.fed.max(eager);
+        for (k, rung) in self.rungs.iter_mut().enumerate().take(start) {
+            let mut spilling = |piece: &[u8]| {
+                if Some(k) == self.spiller {
+                    rung.feed_spilling(piece, spill)
+                } else {
+                    rung.feed(piece)
+                }
+            };
+            if k >= self.fed {
+                // (Only when links were asked for after the line began.)
+                let _ = spilling(&self.held);
+            }
+            outcome(spilling(bytes), &mut any);
+        }
+        let line = self.rungs[0].fed;
+        // A rung the line may now be cut by is fed what it missed; so is
+        // every rung once those fed have all failed, as they would have.
+        let through = if any {
+            start
+                + self.rungs[start..]
+                    .iter()
+                    .take_while(|r| line > keeps_whole(r.budget) as u64)
+                    .count()
+        } else {
+            self.rungs.len()
+        };
+        while start < through {
+            let rung = &mut self.rungs[start];
+            let _ = rung.feed(&self.held);
+            outcome(rung.feed(bytes), &mut any);
+            start += 1;
+        }
+        self.fed = start;
+        if self.fed < self.rungs.len() {
+            self.held.extend_from_slice(bytes);
+        } else {
+            self.held = Vec::new();
         }
         if any { Ok(()) } else { last }
     }
@@ -182,12 +243,18 @@ impl Ladder {
     /// Ends the line on every rung, for a caller that measures the results
     /// itself ([`Ended::candidates`], then [`Ended::take`]): a tokenizer
     /// that lives outside this crate, as in the WebAssembly component.
-    pub fn end(self) -> Ended {
+    pub fn end(mut self) -> Ended {
         let budgets: Vec<usize> = self.budgets().collect();
         let spiller = self.spiller;
+        // The rungs still waiting would all write the line whole: the
+        // smallest is fed it, and the others end as it does.
+        let alike_from = self.fed.min(self.rungs.len() - 1);
+        if self.fed == alike_from {
+            let _ = self.rungs[alike_from].feed(&self.held);
+        }
         let mut outcomes: Vec<Result<Condensed, CondenseError>> = Vec::new();
         let mut whole: Vec<Option<Vec<u8>>> = Vec::new();
-        for rung in self.rungs {
+        for rung in self.rungs.into_iter().take(alike_from + 1) {
             // A rung that cut nothing holds the line (whitespace dropped).
             whole.push((rung.cut_count == 0 && rung.error.is_none()).then(|| rung.whole_line()));
             outcomes.push(rung.finish());
@@ -202,6 +269,7 @@ impl Ladder {
             outcomes,
             whole,
             spilled,
+            alike_from,
         }
     }
 }
@@ -212,6 +280,8 @@ impl From<Condenser> for Ladder {
         Ladder {
             rungs: alloc::vec![condenser],
             spiller: None,
+            fed: 1,
+            held: Vec::new(),
         }
     }
 }
@@ -225,6 +295,9 @@ pub struct Ended {
     outcomes: Vec<Result<Condensed, CondenseError>>,
     whole: Vec<Option<Vec<u8>>>,
     spilled: Option<Links>,
+    /// The rungs from this one on were not fed (see the module docs): they
+    /// ended as this one did, whose outcome is the last of `outcomes`.
+    alike_from: usize,
 }
 
 /// A rung's result that may be taken, if it fits ([`Ended::candidates`]).
@@ -247,10 +320,11 @@ impl Ended {
     /// A rung that failed, or that kept fewer elements of an array than the
     /// spilled rest starts from, is not offered.
     pub fn candidates(&self) -> impl Iterator<Item = Candidate<'_>> + '_ {
-        (1..self.outcomes.len()).rev().filter_map(move |k| {
+        (1..self.budgets.len()).rev().filter_map(move |rung| {
+            let k = rung.min(self.alike_from);
             match (&self.outcomes[k], &self.whole[k]) {
                 (Ok(Condensed::Unchanged), Some(line)) => Some(Candidate {
-                    rung: k,
+                    rung,
                     line,
                     to_come: 0,
                 }),
@@ -260,7 +334,7 @@ impl Ended {
                             .as_ref()
                             .is_none_or(|l| l.rests_covered_by(self.spilled.as_ref()));
                     covered.then_some(Candidate {
-                        rung: k,
+                        rung,
                         line: frame,
                         to_come: if links.is_some() { LINK_NOTICE } else { 0 },
                     })
@@ -273,9 +347,10 @@ impl Ended {
     /// The result of rung `rung` (0 if out of range), its links numbered as
     /// the spilling rung's, with that rung's byte budget.
     pub fn take(mut self, rung: usize) -> Result<(Condensed, usize), CondenseError> {
-        let chosen = if rung < self.outcomes.len() { rung } else { 0 };
-        let mut outcome = self.outcomes.swap_remove(chosen);
-        if Some(chosen) != self.spiller
+        let chosen = if rung < self.budgets.len() { rung } else { 0 };
+        let k = chosen.min(self.alike_from);
+        let mut outcome = self.outcomes.swap_remove(k);
+        if Some(k) != self.spiller
             && let Ok(Condensed::Cut {
                 links: Some(links), ..
             }) = &mut outcome
@@ -307,5 +382,64 @@ impl Condenser {
             }
         }
         line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::{shown_size, utf16_len};
+    use alloc::format;
+    use alloc::string::String;
+
+    /// Rungs wait until the line may be cut by them, are fed what they
+    /// missed when it may, and those still waiting at the end take the
+    /// outcome of the smallest: the ladder takes what it takes when every
+    /// rung condenses the line alone, for lines below, across and above
+    /// every rung's bound, fed in pieces.
+    #[test]
+    fn a_rung_waits_until_the_line_may_be_cut_by_it() {
+        let clip = Clip::chars(8000);
+        let fits = |frame: &[u8]| shown_size(frame, &mut utf16_len).is_some_and(|n| n <= 8000);
+        for size in [100, 3_000, 7_000, 9_000, 14_000, 30_000, 60_000] {
+            let text: String = (0..size).map(|i| ['a', 'é', 'z'][i % 3]).collect();
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{text}"}}],"structuredContent":{{"text":"{text}"}}}}}}"#
+            );
+            let line = line.as_bytes();
+            let mut ladder = Ladder::for_clip(clip).unwrap();
+            for piece in line.chunks(1000) {
+                ladder.feed(piece).unwrap();
+            }
+            let budgets: Vec<usize> = ladder.budgets().collect();
+            let may_cut = budgets
+                .iter()
+                .filter(|&&b| line.len() > b - WHOLE_ROOM)
+                .count();
+            assert_eq!(ladder.fed, may_cut.max(1), "{size}: the rungs fed");
+            for (k, rung) in ladder.rungs.iter().enumerate() {
+                let fed = if k < ladder.fed { line.len() } else { 0 };
+                assert_eq!(rung.fed, fed as u64, "{size}: rung {k}");
+            }
+            let (outcome, budget) = ladder.finish_rung(&mut |frame, _| fits(frame)).unwrap();
+            // Every rung alone, the largest whose result fits taken.
+            let alone = |budget: usize| {
+                let mut rung = Condenser::new(budget)
+                    .unwrap()
+                    .stating(clip)
+                    .keeping(clip.keep);
+                rung.feed(line).unwrap();
+                rung.finish().unwrap()
+            };
+            let taken = (1..budgets.len())
+                .rev()
+                .map(|k| (alone(budgets[k]), budgets[k]))
+                .find(|(outcome, _)| match outcome {
+                    Condensed::Unchanged => fits(line),
+                    Condensed::Cut { frame, .. } => fits(frame),
+                })
+                .unwrap_or_else(|| (alone(budgets[0]), budgets[0]));
+            assert_eq!((outcome, budget), taken, "{size}");
+        }
     }
 }

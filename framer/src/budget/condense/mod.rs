@@ -206,6 +206,16 @@ const LINKS_SLOT: usize = LINK_NOTICE + MAX_LINKS * LINK_ROOM;
 /// (so that a link fits `LINK_ROOM`).
 const MAX_LINK_FIELD: usize = 96;
 
+/// Bytes a condenser may need beyond a line's own length to write it
+/// whole: the slots it writes (the notice, with the room for links, and the
+/// marker), what it keeps back while reading (the tail, a block's
+/// replacement; a closing bracket or quote is the line's own byte), and the
+/// room a text (`SLACK`) and an array element (`ELEMENT_ROOM`) leave free. A
+/// line at least this much shorter than the budget is never cut, so a
+/// [`Ladder`] does not feed it to such a rung (see `ladder.rs`).
+pub const WHOLE_ROOM: usize =
+    NOTICE_SLOT + LINKS_SLOT + MARKER_SLOT + TAIL_ROOM + REPLACEMENT_ROOM + SLACK + ELEMENT_ROOM;
+
 /// The smallest budget the condenser takes: room for its slots and a
 /// little content.
 pub const MIN_CONDENSE_BUDGET: usize =
