@@ -39,7 +39,8 @@ const CLIP: &str = "64KiB";
 enum Server {
     /// `http-server.mjs`, with its flags (`--json`, `--legacy`).
     Node(&'static [&'static str]),
-    Python,
+    /// `http_server.py`, with its flags (`--slow-get`).
+    Python(&'static [&'static str]),
     Faults,
 }
 
@@ -54,9 +55,11 @@ async fn start(server: Server) -> Option<(Listening, String)> {
             let url = up.url(if legacy { "/sse" } else { "/mcp" });
             (up, url)
         }
-        Server::Python => {
+        Server::Python(flags) => {
             let python = peers::gate("the Python peer", peers::python())?;
-            let up = listen(python.script("http_server.py", &["0"]), "http_server.py").await;
+            let mut args = vec!["0"];
+            args.extend(flags);
+            let up = listen(python.script("http_server.py", &args), "http_server.py").await;
             let url = up.url("/mcp");
             (up, url)
         }
@@ -172,7 +175,7 @@ async fn a_100_mb_json_answer_arrives_condensed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_100_mb_answer_from_the_python_sdk_server_arrives_condensed() {
-    a_100_mb_answer_arrives_condensed(Server::Python, "python-sdk server").await;
+    a_100_mb_answer_arrives_condensed(Server::Python(&[]), "python-sdk server").await;
 }
 
 /// The older transport, found by the fallback: the first POST to the SSE
@@ -361,24 +364,42 @@ async fn a_cancellation_reaches_the_remote_server() {
 /// A request the server sends on its own stream (the GET's) as soon as the
 /// host's first call arrives reaches the host: the proxy has the stream
 /// open before it sends a message after `notifications/initialized`. The
-/// TypeScript SDK's server drops what it sends on a stream not open, and
-/// its GET is answered 300 ms late here, as a loaded machine answers it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_on_the_servers_own_stream_right_after_initialize_arrives() {
-    let Some((_up, url)) = start(Server::Node(&["--slow-get", "300"])).await else {
+/// official SDKs' servers (TypeScript and Python, without an event store)
+/// drop what they send on a stream not open, and their GET is answered
+/// 300 ms late here, as a loaded machine answers it.
+async fn a_request_on_the_servers_own_stream_arrives(server: Server, name: &str) {
+    let Some((_up, url)) = start(server).await else {
         return;
     };
     let Some(proxy) = proxy(&url, &[], "ask") else {
         return;
     };
-    let what = "elicitation/create on the server's own stream through proxy --url";
-    let (summary, _) = client("ask", &["--call-timeout", "30"], &proxy, what).await;
+    let what = format!("elicitation/create on the {name}'s own stream through proxy --url");
+    let (summary, _) = client("ask", &["--call-timeout", "30"], &proxy, &what).await;
     assert_eq!(summary["ok"], json!(true), "{what}: {summary}");
     assert_eq!(
         summary["ask"]["text"],
         json!(r#"{"action":"accept","content":{"name":"drainpipe"}}"#),
         "{what}: {summary}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_the_servers_own_stream_right_after_initialize_arrives() {
+    a_request_on_the_servers_own_stream_arrives(
+        Server::Node(&["--slow-get", "300"]),
+        "typescript-sdk server",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_on_the_python_servers_own_stream_right_after_initialize_arrives() {
+    a_request_on_the_servers_own_stream_arrives(
+        Server::Python(&["--slow-get", "300"]),
+        "python-sdk server",
+    )
+    .await;
 }
 
 /// HTTPS, with the server's root given by `SSL_CERT_FILE` as a company's

@@ -2,26 +2,34 @@
 (`mcp` 2.x: `MCPServer`, its `streamable_http_app()` served by uvicorn), on
 loopback, for the remote release tests (`drainpipe proxy --url`).
 
-    python http_server.py [PORT] [--json]
+    python http_server.py [PORT] [--json] [--slow-get MS]
 
 PORT 0 (the default) picks a free one: the socket is bound here and handed
 to uvicorn, so the port is known before anything is served. The first stdout
 line is `listening <port>`, written once uvicorn has started; the endpoint is
 /mcp. `--json` answers every POST with application/json instead of SSE.
+`--slow-get MS` hands each GET (the session's own stream) to the SDK MS ms
+late, as a server that checks something first or a loaded machine does.
 
 Tools:
   echo(text)  returns `text`
   big(mb)     a str of mb x 1 MiB ASCII: numbered lines of varied text
+  ask()       asks the client `elicitation/create` on the session's own
+              stream (no related request: the GET's), then returns the
+              client's answer as JSON text; the SDK keeps no message for a
+              stream not open (no event store), so the ask fails after 10 s
+              if the GET stream was not open when the call came
 
 Logs go to stderr.
 """
 
+import json
 import socket
 import sys
 
 import anyio
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 MIB = 1 << 20
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
@@ -55,6 +63,28 @@ def big(mb: float = 1.0) -> str:
     return "".join(lines)[:size]
 
 
+@server.tool(structured_output=False)
+async def ask(ctx: Context) -> str:
+    """Asks the client elicitation/create on the session's own stream."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    # The session's `elicit_form` without a related request id: the SDK
+    # routes it to the standalone (GET) stream, not this call's.
+    with anyio.fail_after(10):
+        answer = await ctx.session.elicit_form("Your name?", schema)
+    return json.dumps(answer.model_dump(by_alias=True, exclude_none=True), separators=(",", ":"))
+
+
+def slow_gets(app, delay: float):
+    """The ASGI app, each GET handed to it `delay` seconds late."""
+
+    async def delayed(scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "GET":
+            await anyio.sleep(delay)
+        await app(scope, receive, send)
+
+    return delayed
+
+
 class Server(uvicorn.Server):
     """Says `listening <port>` on stdout once it serves."""
 
@@ -71,14 +101,25 @@ def main() -> None:
     args = sys.argv[1:]
     json_response = "--json" in args
     rest = [a for a in args if a != "--json"]
+    slow_get = 0
+    if "--slow-get" in rest:
+        at = rest.index("--slow-get")
+        value = rest[at + 1] if at + 1 < len(rest) else ""
+        del rest[at : at + 2]
+        if value.isdigit():
+            slow_get = int(value)
+        else:
+            rest = ["--slow-get"]
     if len(rest) > 1 or (rest and not rest[0].isdigit()):
-        print("usage: python http_server.py [PORT] [--json]", file=sys.stderr)
+        print("usage: python http_server.py [PORT] [--json] [--slow-get MS]", file=sys.stderr)
         sys.exit(2)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", int(rest[0]) if rest else 0))
     port = sock.getsockname()[1]
     app = server.streamable_http_app(json_response=json_response, host="127.0.0.1")
+    if slow_get:
+        app = slow_gets(app, slow_get / 1000)
     config = uvicorn.Config(app, log_level="warning")
     log(f"Streamable HTTP{' (JSON responses)' if json_response else ''} on 127.0.0.1:{port}/mcp")
     anyio.run(lambda: Server(config, port).serve(sockets=[sock]))
