@@ -47,8 +47,8 @@ pub fn check_nothing_lost_parsed(
     let Condensed::Cut { frame, .. } = condensed else {
         return Ok(());
     };
-    let after: Value = serde_json::from_slice(frame).map_err(|e| format!("output: {e}"))?;
-    let mut kept = after["result"].clone();
+    let mut after: Value = serde_json::from_slice(frame).map_err(|e| format!("output: {e}"))?;
+    let mut kept = after["result"].take();
     let linked_numbers = strip_additions(&mut kept, &before["result"])?;
     let mut linked = Vec::new();
     for &(spilled, raw) in values {
