@@ -236,11 +236,26 @@ fn check_ladder_parsed(
             return Err(e.to_string());
         }
     }
-    let fits = |frame: &[u8]| measure(clip, frame).is_some_and(|n| n <= clip.amount as u64);
+    // Each frame is measured once: the larger rungs condensed alone below
+    // mostly give frames the ladder measured, byte for byte (the size is a
+    // function of the bytes, so the check loses nothing by it).
+    let measured: core::cell::RefCell<Vec<(Vec<u8>, Option<u64>)>> = Default::default();
+    let size = |frame: &[u8]| {
+        let known = measured
+            .borrow()
+            .iter()
+            .find_map(|(seen, size)| (seen.as_slice() == frame).then_some(*size));
+        known.unwrap_or_else(|| {
+            let size = measure(clip, frame);
+            measured.borrow_mut().push((frame.to_vec(), size));
+            size
+        })
+    };
+    let fits = |frame: &[u8]| size(frame).is_some_and(|n| n <= clip.amount as u64);
     // What the ladder is told: the frame before its links are filled in,
     // and the units the link sentence may add.
     let fits_before = |frame: &[u8], to_come: usize| {
-        measure(clip, frame).is_some_and(|n| n + to_come as u64 <= clip.amount as u64)
+        size(frame).is_some_and(|n| n + to_come as u64 <= clip.amount as u64)
     };
     let (mut outcome, budget) = ladder
         .finish_rung(&mut |frame, to_come| fits_before(frame, to_come))
