@@ -25,7 +25,8 @@
 //!   a host counts it: `shown_size` beside the same reading through a
 //!   `serde_json::Value` (the peer); and a ladder of 25,000 characters over
 //!   it, which condenses the line once per rung and measures the candidates
-//!   with `shown_size`.
+//!   with `shown_size`; and the same ladder over lists of 120 and 240
+//!   hits (27 and 55 KB), where the rungs far above the line are not fed.
 //!
 //! Ratios: divide each figure by the `serde_json_to_vec_full` figure of its
 //! group, from the same run.
@@ -244,20 +245,37 @@ fn shown_bench(c: &mut Criterion) {
     });
     let clip = Clip::chars(25_000);
     group.bench_function("ladder_25000_chars", |b| {
-        b.iter(|| {
-            let mut ladder = Ladder::for_clip(clip).expect("budget");
-            for piece in black_box(&frame).chunks(64 << 10) {
-                ladder.feed(piece).expect("condenses");
-            }
-            ladder
-                .finish(&mut |line, to_come| {
-                    shown_size(line, &mut utf16_len)
-                        .is_some_and(|n| n + to_come as u64 <= clip.amount as u64)
-                })
-                .expect("condenses")
-        })
+        b.iter(|| ladder_chars(clip, black_box(&frame)))
     });
     group.finish();
+    // Lines a few times the amount: the rungs far above the line wait
+    // unfed (see `Ladder`), where a 1.3 MB line feeds them all.
+    for hits in [120, 240] {
+        let (_, line) = drainpipe_framer::testing::condense::python_hits_response(hits);
+        let frame = line.into_bytes();
+        let mut group = c.benchmark_group(format!("budget/ladder_python_list_{hits}"));
+        group.throughput(Throughput::Bytes(frame.len() as u64));
+        group.sample_size(20);
+        group.bench_function("ladder_25000_chars", |b| {
+            b.iter(|| ladder_chars(clip, black_box(&frame)))
+        });
+        group.finish();
+    }
+}
+
+/// Condenses `frame` by a ladder for `clip` (in characters), in 64 KiB
+/// pieces, measuring candidates as a host counts them.
+fn ladder_chars(clip: Clip, frame: &[u8]) -> Condensed {
+    let mut ladder = Ladder::for_clip(clip).expect("budget");
+    for piece in frame.chunks(64 << 10) {
+        ladder.feed(piece).expect("condenses");
+    }
+    ladder
+        .finish(&mut |line, to_come| {
+            shown_size(line, &mut utf16_len)
+                .is_some_and(|n| n + to_come as u64 <= clip.amount as u64)
+        })
+        .expect("condenses")
 }
 
 criterion_group!(
