@@ -57,10 +57,11 @@ impl CondenseInput {
 }
 
 /// How much smaller a large response is for a ladder than for a byte
-/// budget. A ladder condenses the line once per rung (seven or eight) and
-/// its check condenses up to three rungs again: on a full-size response
-/// (up to 1.5 MB) that took over 10 s under ASan on a loaded machine,
-/// libFuzzer's timeout, where a quarter of the size stays within a few.
+/// budget. A ladder condenses the line once per rung it may be cut by (up
+/// to seven or eight) and its check condenses up to three rungs again: on
+/// a full-size response (up to 1.5 MB) that took over 10 s under ASan on a
+/// loaded machine, libFuzzer's timeout, where a quarter of the size stays
+/// within a few.
 const LARGE_LADDER_SCALE: usize = 4;
 
 /// Condensed output is valid JSON within the budget, equal to the original
