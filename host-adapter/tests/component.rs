@@ -806,6 +806,12 @@ fn a_budget_in_tokens_counted_by_the_caller_matches_the_native_ladder() {
         let mut count = |text: &str| bpe_openai::o200k_base().count(text) as u64;
         let mut rng = Rng::new(9);
         let mut frames: Vec<Vec<u8>> = (0..4).map(|_| tool_response(&mut rng)).collect();
+        // Within the amount: the rungs above the line give it alike.
+        let short = "a short answer, a few tokens each line\n".repeat(250);
+        frames.push(
+            serde_json::to_vec(&serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": short}]}}))
+                .unwrap(),
+        );
         let log =
             "step «ünïcødé» 😀 ok, the build goes on\n".repeat(8_000) + "error: the last line";
         frames.push(
@@ -836,6 +842,17 @@ fn a_budget_in_tokens_counted_by_the_caller_matches_the_native_ladder() {
             }
             let candidates = condenser.call_candidates(&mut store, handle).unwrap();
             let got = candidates.and_then(|candidates| {
+                // A result several rungs give alike is offered once.
+                for pair in candidates.windows(2) {
+                    let [a, b] = [&pair[0], &pair[1]];
+                    assert!(
+                        (&a.texts, &a.structured, a.to_come)
+                            != (&b.texts, &b.structured, b.to_come),
+                        "rungs {} and {} offered alike",
+                        a.rung,
+                        b.rung
+                    );
+                }
                 let rung = candidates
                     .iter()
                     .find(|c| {
