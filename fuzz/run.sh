@@ -121,12 +121,15 @@ campaign() {
         -dict=fuzz/dict/jsonrpc.dict -print_final_stats=1 \
         -artifact_prefix="$artifacts/" "${keep_going[@]}" >"$log" 2>&1 || status=$?
     echo "$status" >"$work/logs/$target.status"
-    # Minimise the campaign corpus (keeps one input per feature).
-    timeout 600 "${fuzz[@]}" cmin "${flags[@]}" "$target" "$corpus" >"$work/logs/$target.cmin.log" 2>&1 || true
+    # Minimise the campaign corpus (keeps one input per feature). With the
+    # run's ASan options: the merge replays every input, so it costs what
+    # the run did per input.
+    ASAN_OPTIONS=$(asan_options "$target") timeout 600 "${fuzz[@]}" cmin "${flags[@]}" "$target" "$corpus" \
+        >"$work/logs/$target.cmin.log" 2>&1 || true
     if [ "$merge_into_repo" = 1 ]; then
         # -merge=1 copies only inputs that add coverage to the first directory.
         mkdir -p "fuzz/corpus/$target"
-        timeout 600 "${fuzz[@]}" run "${flags[@]}" "$target" "fuzz/corpus/$target" "$corpus" -- \
+        ASAN_OPTIONS=$(asan_options "$target") timeout 600 "${fuzz[@]}" run "${flags[@]}" "$target" "fuzz/corpus/$target" "$corpus" -- \
             -merge=1 -max_len="$max_len" >"$work/logs/$target.merge.log" 2>&1 || true
     fi
 }
