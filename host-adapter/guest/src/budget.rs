@@ -160,17 +160,8 @@ impl wit::GuestCondenser for Condenser {
 
     fn candidates(&self) -> Result<Vec<wit::Candidate>, wit::CondenseError> {
         let ended = self.with_open(|inner| Ok(inner.end()))?;
-        // A result several rungs give alike (the line, when they cut
-        // nothing) is offered once, for the largest of them: what the
-        // caller takes is the same, counted once.
-        let mut last = None;
         let candidates = ended
             .candidates()
-            .filter(|c| {
-                let again = last == Some((c.line, c.to_come));
-                last = Some((c.line, c.to_come));
-                !again
-            })
             .map(|c| {
                 let shown = core_budget::shown(c.line).unwrap_or_default();
                 wit::Candidate {

@@ -224,18 +224,9 @@ impl Ladder {
         fits: &mut dyn FnMut(&[u8], usize) -> bool,
     ) -> Result<(Condensed, usize), CondenseError> {
         let ended = self.end();
-        // Rungs that cut nothing offer the same line: it is measured once.
-        let mut measured: Option<(&[u8], usize, bool)> = None;
         let chosen = ended
             .candidates()
-            .find(|c| match measured {
-                Some((line, to_come, fit)) if line == c.line && to_come == c.to_come => fit,
-                _ => {
-                    let fit = fits(c.line, c.to_come);
-                    measured = Some((c.line, c.to_come, fit));
-                    fit
-                }
-            })
+            .find(|c| fits(c.line, c.to_come))
             .map_or(0, |c| c.rung);
         ended.take(chosen)
     }
@@ -318,30 +309,41 @@ impl Ended {
     /// first; the caller takes the first that fits its budget, or rung 0
     /// (the amount in bytes, within the amount in any unit) if none does.
     /// A rung that failed, or that kept fewer elements of an array than the
-    /// spilled rest starts from, is not offered.
+    /// spilled rest starts from, is not offered; nor is a result equal to
+    /// the one offered before it (the line, from the rungs that cut nothing
+    /// and those not fed): it would fit as that one did, and is measured
+    /// once.
     pub fn candidates(&self) -> impl Iterator<Item = Candidate<'_>> + '_ {
-        (1..self.budgets.len()).rev().filter_map(move |rung| {
-            let k = rung.min(self.alike_from);
-            match (&self.outcomes[k], &self.whole[k]) {
-                (Ok(Condensed::Unchanged), Some(line)) => Some(Candidate {
-                    rung,
-                    line,
-                    to_come: 0,
-                }),
-                (Ok(Condensed::Cut { frame, links, .. }), _) => {
-                    let covered = Some(k) == self.spiller
-                        || links
-                            .as_ref()
-                            .is_none_or(|l| l.rests_covered_by(self.spilled.as_ref()));
-                    covered.then_some(Candidate {
+        let mut last = None;
+        (1..self.budgets.len())
+            .rev()
+            .filter_map(move |rung| {
+                let k = rung.min(self.alike_from);
+                match (&self.outcomes[k], &self.whole[k]) {
+                    (Ok(Condensed::Unchanged), Some(line)) => Some(Candidate {
                         rung,
-                        line: frame,
-                        to_come: if links.is_some() { LINK_NOTICE } else { 0 },
-                    })
+                        line,
+                        to_come: 0,
+                    }),
+                    (Ok(Condensed::Cut { frame, links, .. }), _) => {
+                        let covered = Some(k) == self.spiller
+                            || links
+                                .as_ref()
+                                .is_none_or(|l| l.rests_covered_by(self.spilled.as_ref()));
+                        covered.then_some(Candidate {
+                            rung,
+                            line: frame,
+                            to_come: if links.is_some() { LINK_NOTICE } else { 0 },
+                        })
+                    }
+                    _ => None,
                 }
-                _ => None,
-            }
-        })
+            })
+            .filter(move |c| {
+                let again = last == Some((c.line, c.to_come));
+                last = Some((c.line, c.to_come));
+                !again
+            })
     }
 
     /// The result of rung `rung` (0 if out of range), its links numbered as
