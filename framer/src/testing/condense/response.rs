@@ -110,8 +110,9 @@ struct Scratch {
 
 /// A `tools/call` response: text, image and resource blocks, a mirror of
 /// the first text in `structuredContent` (as the official SDKs write it)
-/// or other structured data, `_meta`, `resultType`, with `id` first or
-/// last. Sizes range from tiny to a few hundred kilobytes.
+/// or other structured data, `_meta`, `resultType`, with `id` first (after
+/// `jsonrpc`, or the envelope sorted: `id`, `jsonrpc`, `result`) or last.
+/// Sizes range from tiny to a few hundred kilobytes.
 pub fn tool_response(rng: &mut Rng) -> Vec<u8> {
     tool_response_scaled(rng, 1)
 }
@@ -277,9 +278,18 @@ fn generate(rng: &mut Rng, scale: usize, sorted: bool) -> Vec<u8> {
     let order = if sorted { 0 } else { drawn };
     let id_first = rng.below(2) == 0;
     let id = rng.below(100);
+    // With `id` first, one in three envelopes is sorted too, as a server
+    // that builds its response as a `serde_json::Value` writes it (`id`,
+    // `jsonrpc`, `result`); the others as the SDKs' response types write
+    // theirs. (Drawn from `id`: the draws after it are the same.)
+    let id_sorted = id_first && !sorted && id.is_multiple_of(3);
     let mut line =
         Vec::with_capacity(content.len() + structured.as_ref().map_or(0, Vec::len) + 160);
-    if id_first {
+    if id_sorted {
+        line.extend_from_slice(br#"{"id":"#);
+        number(&mut line, id);
+        line.extend_from_slice(br#","jsonrpc":"2.0","result":"#);
+    } else if id_first {
         line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         number(&mut line, id);
         line.extend_from_slice(br#","result":"#);
