@@ -253,7 +253,11 @@ reader!(
                 "content" => parts.texts = map.next_value::<Content<'de>>()?.0,
                 "structuredContent" => {
                     let mut json = String::new();
-                    map.next_value_seed(Compact(&mut json))?;
+                    let mut scratch = Scratch::default();
+                    map.next_value_seed(Compact {
+                        out: &mut json,
+                        scratch: &mut scratch,
+                    })?;
                     parts.structured = Some(json);
                 }
                 _ => return Ok(false),
@@ -317,56 +321,78 @@ reader!(
 /// Members are written as they come; an object whose keys did not come in
 /// order, or came twice, is put in order when it closes (most writers sort
 /// their keys, or write each once in an order that is often sorted).
-struct Compact<'o>(&'o mut String);
+struct Compact<'o, 'de> {
+    out: &'o mut String,
+    scratch: &'o mut Scratch<'de>,
+}
 
-impl<'de> DeserializeSeed<'de> for Compact<'_> {
+/// A member of an object being written: its key, and where its
+/// `"key":value` starts and ends in the output.
+type Member<'de> = (Cow<'de, str>, usize, usize);
+
+/// Buffers [`Compact`] reuses while it writes one value. Each object
+/// lists its members (to sort them when they came out of order), and
+/// each list is taken when an object opens and given back emptied when
+/// it closes; a `structuredContent` of a thousand small objects then
+/// allocates a list per level of nesting, where a list of its own for
+/// each object was a fifth of the allocations a ladder makes (it
+/// measures every candidate). `sorted` holds an object's members in
+/// order for the moment they are copied back.
+#[derive(Default)]
+struct Scratch<'de> {
+    lists: Vec<Vec<Member<'de>>>,
+    sorted: String,
+}
+
+impl<'de> DeserializeSeed<'de> for Compact<'_, 'de> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Compact<'_> {
+impl<'de> Visitor<'de> for Compact<'_, 'de> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
-        self.0.push_str(if v { "true" } else { "false" });
+        self.out.push_str(if v { "true" } else { "false" });
         Ok(())
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
-        write_display(self.0, v);
+        write_display(self.out, v);
         Ok(())
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
-        write_display(self.0, v);
+        write_display(self.out, v);
         Ok(())
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
         // As a `Value` holds it: a finite float (parsing refuses the rest),
         // written the way `serde_json` writes one.
         match serde_json::Number::from_f64(v) {
-            Some(n) => write_display(self.0, n),
-            None => self.0.push_str("null"),
+            Some(n) => write_display(self.out, n),
+            None => self.out.push_str("null"),
         }
         Ok(())
     }
     fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.0.push_str("null");
+        self.out.push_str("null");
         Ok(())
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
-        write_string(self.0, v);
+        write_string(self.out, v);
         Ok(())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let out = self.0;
+        let Compact { out, scratch } = self;
         out.push('[');
         let mut first = true;
         while seq
             .next_element_seed(Element {
                 out: &mut *out,
+                scratch: &mut *scratch,
                 first,
             })?
             .is_some()
@@ -377,11 +403,11 @@ impl<'de> Visitor<'de> for Compact<'_> {
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let out = self.0;
+        let Compact { out, scratch } = self;
         out.push('{');
         let open = out.len();
-        // Each member's key and where its `"key":value` starts and ends.
-        let mut members: Vec<(Cow<'de, str>, usize, usize)> = Vec::new();
+        // (A list left behind by an error is dropped with the scratch.)
+        let mut members = scratch.lists.pop().unwrap_or_default();
         let mut in_order = true;
         while let Some(key) = next_key(&mut map)? {
             if let Some((last, _, _)) = members.last() {
@@ -391,48 +417,54 @@ impl<'de> Visitor<'de> for Compact<'_> {
             let start = out.len();
             write_string(out, &key);
             out.push(':');
-            map.next_value_seed(Compact(&mut *out))?;
+            map.next_value_seed(Compact {
+                out: &mut *out,
+                scratch: &mut *scratch,
+            })?;
             members.push((key, start, out.len()));
         }
         if !in_order {
             // Sorted by key, the last of each key kept (a stable sort keeps
             // a key's members in the order they came).
             members.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut kept: Vec<&(Cow<'de, str>, usize, usize)> = Vec::new();
-            for member in &members {
-                match kept.last_mut() {
-                    Some(last) if last.0 == member.0 => *last = member,
-                    _ => kept.push(member),
+            let sorted = &mut scratch.sorted;
+            sorted.clear();
+            for (n, (key, start, end)) in members.iter().enumerate() {
+                if members.get(n + 1).is_some_and(|next| next.0 == *key) {
+                    continue;
                 }
-            }
-            let mut sorted = String::with_capacity(out.len() - open);
-            for (n, (_, start, end)) in kept.iter().enumerate() {
-                if n > 0 {
+                if !sorted.is_empty() {
                     sorted.push(',');
                 }
                 sorted.push_str(&out[*start..*end]);
             }
             out.truncate(open);
-            out.push_str(&sorted);
+            out.push_str(sorted);
         }
         out.push('}');
+        members.clear();
+        scratch.lists.push(members);
         Ok(())
     }
 }
 
 /// An array's element, after a comma unless it is the first.
-struct Element<'o> {
+struct Element<'o, 'de> {
     out: &'o mut String,
+    scratch: &'o mut Scratch<'de>,
     first: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for Element<'_> {
+impl<'de> DeserializeSeed<'de> for Element<'_, 'de> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         if !self.first {
             self.out.push(',');
         }
-        d.deserialize_any(Compact(self.out))
+        d.deserialize_any(Compact {
+            out: self.out,
+            scratch: self.scratch,
+        })
     }
 }
 
