@@ -812,7 +812,7 @@ pub fn check_condensed_parsed(
             frame.len()
         ));
     }
-    within(original_result, &result, "")
+    within(original_result, &result, &At::Root)
         .map_err(|e| format!("{e}\n{}", String::from_utf8_lossy(frame)))?;
     // Mirrors are cut alike.
     if let (Some(Value::Array(content)), Some(Value::Object(structured))) = (
@@ -847,7 +847,37 @@ pub fn check_condensed_parsed(
 }
 
 /// Whether `kept` is `original` with only the allowed edits.
-fn within(original: &Value, kept: &Value, at: &str) -> Result<(), String> {
+/// Where a value lies in the result, as a JSON Pointer: written out only
+/// when an error names it (a path built for every member compared was
+/// most of what the check allocated).
+enum At<'a> {
+    Root,
+    Member(&'a At<'a>, &'a str),
+    Item(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    /// Whether the pointer starts with `prefix` (a member of the root).
+    fn starts_with(&self, prefix: &str) -> bool {
+        match self {
+            At::Root => prefix.is_empty(),
+            At::Member(At::Root, key) => key.starts_with(prefix),
+            At::Member(parent, _) | At::Item(parent, _) => parent.starts_with(prefix),
+        }
+    }
+}
+
+impl core::fmt::Display for At<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            At::Root => Ok(()),
+            At::Member(parent, key) => write!(f, "{parent}/{key}"),
+            At::Item(parent, i) => write!(f, "{parent}/{i}"),
+        }
+    }
+}
+
+fn within(original: &Value, kept: &Value, at: &At<'_>) -> Result<(), String> {
     match (original, kept) {
         (Value::String(o), Value::String(k)) => {
             if o.starts_with(k.as_str()) || kept_ends(o, k) {
@@ -874,7 +904,7 @@ fn within(original: &Value, kept: &Value, at: &str) -> Result<(), String> {
             let last = &k[first..];
             if last != &o[o.len() - last.len()..] {
                 let i = first;
-                within(&o[i], &k[i], &format!("{at}/{i}"))?;
+                within(&o[i], &k[i], &At::Item(at, i))?;
                 return Err(format!(
                     "{at}: items from {i} on are neither within the first nor the last"
                 ));
@@ -888,7 +918,7 @@ fn within(original: &Value, kept: &Value, at: &str) -> Result<(), String> {
             if k.keys().any(|key| !o.contains_key(key)) {
                 return Err(format!("{at}: members added"));
             }
-            let may_leave_out = at.starts_with("/structuredContent");
+            let may_leave_out = at.starts_with("structuredContent");
             for (key, o) in o {
                 let Some(k) = k.get(key) else {
                     if may_leave_out {
@@ -902,7 +932,7 @@ fn within(original: &Value, kept: &Value, at: &str) -> Result<(), String> {
                     }
                     continue;
                 }
-                within(o, k, &format!("{at}/{key}"))?;
+                within(o, k, &At::Member(at, key))?;
             }
             Ok(())
         }
