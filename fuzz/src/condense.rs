@@ -6,10 +6,10 @@ use arbitrary::Arbitrary;
 use drainpipe_framer::budget::{Clip, Keep, MIN_CONDENSE_BUDGET, MIN_LINKED_BUDGET};
 use drainpipe_framer::testing::Rng;
 use drainpipe_framer::testing::condense::{
-    LadderCheck, LargerRungs, check_condensed_parsed, check_nothing_lost_parsed,
-    check_spilled_parsed, condense_linked_keeping, condense_split_keeping, measure,
-    tool_response_scaled,
+    LadderCheck, LargerRungs, check_condensed_parsed, check_linked_parsed, check_spilled_parsed,
+    condense_linked_keeping, condense_split_keeping, measure, tool_response_scaled,
 };
+use drainpipe_framer::testing::lost::LinkedValue;
 use serde_json::Value;
 
 /// One fuzz input: the response generator's seed, the budget above the
@@ -133,9 +133,13 @@ pub fn check_condense(input: &CondenseInput) {
         };
         match condense_linked_keeping(&line, linked, &lengths, keep) {
             Ok((outcome, spilled)) => {
-                if let Err(e) = check_condensed_parsed(&line, &before, linked, &outcome)
+                // (The condensed frame parsed once for both checks.)
+                let values: Vec<LinkedValue<'_>> = spilled
+                    .iter()
+                    .map(|s| (&s.spilled, s.raw.as_slice()))
+                    .collect();
+                if let Err(e) = check_linked_parsed(&line, &before, linked, &outcome, &values)
                     .and_then(|()| check_spilled_parsed(&line, &before, &spilled))
-                    .and_then(|()| check_nothing_lost_parsed(&before, &outcome, &spilled))
                 {
                     panic!(
                         "seed {}, linked budget {linked}, keep {keep}: {e}",

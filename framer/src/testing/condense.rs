@@ -317,17 +317,18 @@ fn check_ladder_parsed(
             Some(frame.clone())
         }
     };
-    check_condensed_parsed(line, before, budget, &outcome)?;
-    if let Condensed::Cut {
-        links: Some(links), ..
-    } = &outcome
-    {
-        let values: Vec<super::lost::LinkedValue<'_>> = links
-            .values()
-            .iter()
-            .filter_map(|v| Some((v, raws.get(v.value as usize)?.as_slice())))
-            .collect();
-        super::lost::check_nothing_lost_parsed(before, &outcome, &values)?;
+    match &outcome {
+        Condensed::Cut {
+            links: Some(links), ..
+        } => {
+            let values: Vec<super::lost::LinkedValue<'_>> = links
+                .values()
+                .iter()
+                .filter_map(|v| Some((v, raws.get(v.value as usize)?.as_slice())))
+                .collect();
+            check_linked_parsed(line, before, budget, &outcome, &values)?;
+        }
+        _ => check_condensed_parsed(line, before, budget, &outcome)?,
     }
     if let Some(frame) = &taken
         && budget != rungs[0]
@@ -697,16 +698,45 @@ pub fn check_condensed_parsed(
     budget: usize,
     condensed: &Condensed,
 ) -> Result<(), String> {
+    let Some(frame) = cut_frame(original, budget, condensed)? else {
+        return Ok(());
+    };
+    let after: Value = parse_output(frame)?;
+    check_cut(original, before, budget, frame, &after)
+}
+
+/// [`check_condensed_parsed`], then, for a cut result, that it loses
+/// nothing ([`super::lost`]): the frame parsed once for both. `values` are
+/// the values reported, by number.
+pub fn check_linked_parsed(
+    original: &[u8],
+    before: &Value,
+    budget: usize,
+    condensed: &Condensed,
+    values: &[super::lost::LinkedValue<'_>],
+) -> Result<(), String> {
+    let Some(frame) = cut_frame(original, budget, condensed)? else {
+        return Ok(());
+    };
+    let after: Value = parse_output(frame)?;
+    check_cut(original, before, budget, frame, &after)?;
+    super::lost::check_nothing_lost_tree(before, after, values)
+}
+
+/// The frame of a cut result within `budget`; `None` for a line left
+/// unchanged that fits; an error for the rest.
+fn cut_frame<'c>(
+    original: &[u8],
+    budget: usize,
+    condensed: &'c Condensed,
+) -> Result<Option<&'c [u8]>, String> {
     let frame = match condensed {
+        Condensed::Unchanged if original.len() <= budget => return Ok(None),
         Condensed::Unchanged => {
-            return if original.len() <= budget {
-                Ok(())
-            } else {
-                Err(format!(
-                    "unchanged, but {} bytes > budget {budget}",
-                    original.len()
-                ))
-            };
+            return Err(format!(
+                "unchanged, but {} bytes > budget {budget}",
+                original.len()
+            ));
         }
         Condensed::Cut {
             frame,
@@ -722,33 +752,51 @@ pub fn check_condensed_parsed(
     if frame.len() > budget {
         return Err(format!("{} bytes > budget {budget}", frame.len()));
     }
-    let after: Value = serde_json::from_slice(frame).map_err(|e| {
+    Ok(Some(frame))
+}
+
+/// The condensed frame parsed, or why it is not JSON.
+fn parse_output(frame: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(frame).map_err(|e| {
         format!(
             "output is not JSON: {e}: {}",
             String::from_utf8_lossy(frame)
         )
-    })?;
-    let (Value::Object(before), Value::Object(mut after)) = (before, after) else {
+    })
+}
+
+/// [`check_condensed_parsed`] for a cut result: `frame` within `budget`,
+/// parsed (`after`). Reads `after` where it lies: the marker, the notice
+/// and the links are passed over, not removed, so the caller may hand
+/// the same tree on to the nothing-lost check.
+fn check_cut(
+    original: &[u8],
+    before: &Value,
+    budget: usize,
+    frame: &[u8],
+    after: &Value,
+) -> Result<(), String> {
+    let (Value::Object(before), Value::Object(after)) = (before, after) else {
         return Err("not objects".into());
     };
-    let mut result = after.remove("result").ok_or("no result")?;
+    let result = after.get("result").ok_or("no result")?;
     for (key, value) in before {
         if key != "result" && after.get(key) != Some(value) {
             return Err(format!("top-level {key} changed"));
         }
     }
-    if after.len() + 1 != before.len() {
+    if after.len() != before.len() {
         return Err("top-level members added".into());
     }
     let original_result = before.get("result").ok_or("original has no result")?;
-    let result_object = result.as_object_mut().ok_or("result is not an object")?;
+    let result_object = result.as_object().ok_or("result is not an object")?;
     // The marker.
-    let meta = result_object.get_mut("_meta").ok_or("no _meta")?;
-    let marker = meta
-        .as_object_mut()
-        .ok_or("_meta is not an object")?
-        .remove(MARKER_KEY)
-        .ok_or("no marker")?;
+    let meta = result_object
+        .get("_meta")
+        .ok_or("no _meta")?
+        .as_object()
+        .ok_or("_meta is not an object")?;
+    let marker = meta.get(MARKER_KEY).ok_or("no marker")?;
     if marker["originalBytes"] != json!(original.len()) || marker["keptBytes"] != json!(frame.len())
     {
         return Err(format!("marker sizes: {marker}"));
@@ -756,30 +804,41 @@ pub fn check_condensed_parsed(
     if marker["cutCount"].as_u64().unwrap_or(0) == 0 {
         return Err("cutCount".into());
     }
+    // `_meta` is the original's and the marker, nothing else.
     match original_result.get("_meta") {
         Some(original_meta) => {
-            if meta != original_meta {
+            let same = original_meta.as_object().is_some_and(|original_meta| {
+                !original_meta.contains_key(MARKER_KEY)
+                    && original_meta.len() + 1 == meta.len()
+                    && original_meta.iter().all(|(k, v)| meta.get(k) == Some(v))
+            });
+            if !same {
                 return Err("_meta changed".into());
             }
         }
         None => {
-            if meta.as_object().is_some_and(|m| !m.is_empty()) {
+            if meta.len() > 1 {
                 return Err("_meta gained members".into());
             }
-            result_object.remove("_meta");
         }
     }
-    // The links (`test://` ones, from `condense_linked`), then the notice.
-    if let Some(Value::Array(content)) = result_object.get_mut("content") {
-        let mut links = 0;
-        while content.last().is_some_and(|b| {
-            b["type"] == "resource_link"
-                && b["uri"].as_str().is_some_and(|u| u.starts_with("test://"))
-        }) {
-            content.pop();
-            links += 1;
-        }
-        let notice = content.pop().ok_or("no notice block")?;
+    // The links (`test://` ones, from `condense_linked`), then the notice:
+    // the blocks shown are those before them.
+    let mut shown = None;
+    if let Some(Value::Array(content)) = result_object.get("content") {
+        let links = content
+            .iter()
+            .rev()
+            .take_while(|b| {
+                b["type"] == "resource_link"
+                    && b["uri"].as_str().is_some_and(|u| u.starts_with("test://"))
+            })
+            .count();
+        let notice_at = content
+            .len()
+            .checked_sub(links + 1)
+            .ok_or("no notice block")?;
+        let notice = &content[notice_at];
         if notice["type"] != "text"
             || !notice["text"]
                 .as_str()
@@ -793,14 +852,16 @@ pub fn check_condensed_parsed(
         if says_linked != (links > 0) {
             return Err(format!("{links} links, but the notice says: {notice}"));
         }
+        shown = Some(&content[..notice_at]);
     }
+    let kept_blocks = shown.unwrap_or_default();
     // The budget is spent. (A binary value that did not fit was left out
     // whole, replaced by a text saying so, or, with links, with the rest
     // of its array from it: what it would have taken may stay unused.)
     let replaced = original_result
         .get("content")
         .and_then(Value::as_array)
-        .zip(result.get("content").and_then(Value::as_array))
+        .zip(shown)
         .is_some_and(|(before, after)| {
             let kept = before.iter().zip(after).take_while(|(b, a)| b == a).count();
             before.get(kept).is_some_and(is_binary)
@@ -815,7 +876,7 @@ pub fn check_condensed_parsed(
             frame.len()
         ));
     }
-    within(original_result, &result, &At::Root)
+    within_result(original_result, result_object, shown)
         .map_err(|e| format!("{e}\n{}", String::from_utf8_lossy(frame)))?;
     // Mirrors are cut alike.
     if let (Some(Value::Array(content)), Some(Value::Object(structured))) = (
@@ -827,7 +888,7 @@ pub fn check_condensed_parsed(
                 continue;
             };
             // A block replaced for its binary value keeps no text to mirror.
-            if result["content"]
+            if kept_blocks
                 .get(i)
                 .is_some_and(|kept| is_replacement(block, kept))
             {
@@ -835,8 +896,10 @@ pub fn check_condensed_parsed(
             }
             for (key, value) in structured {
                 if value.as_str() == Some(t) {
-                    let kept_text = result["content"].get(i).and_then(|b| b.get("text"));
-                    let kept_mirror = result["structuredContent"].get(key);
+                    let kept_text = kept_blocks.get(i).and_then(|b| b.get("text"));
+                    let kept_mirror = result_object
+                        .get("structuredContent")
+                        .and_then(|s| s.get(key));
                     if let (Some(a), Some(b)) = (kept_text, kept_mirror)
                         && a != b
                     {
@@ -849,7 +912,46 @@ pub fn check_condensed_parsed(
     Ok(())
 }
 
-/// Whether `kept` is `original` with only the allowed edits.
+/// [`within`] for the result itself: its `_meta` was checked apart (it
+/// holds the marker), and of its `content` only the `shown` blocks, before
+/// the notice and the links, are compared.
+fn within_result(
+    original: &Value,
+    kept: &Map<String, Value>,
+    shown: Option<&[Value]>,
+) -> Result<(), String> {
+    let Value::Object(original) = original else {
+        return Err(": changed".into());
+    };
+    let at = At::Root;
+    // (`_meta` is the original's, or added for the marker alone.)
+    if kept
+        .keys()
+        .any(|key| !original.contains_key(key) && key != "_meta")
+    {
+        return Err(": members added".into());
+    }
+    for (key, o) in original {
+        if key == "_meta" {
+            continue;
+        }
+        let Some(k) = kept.get(key) else {
+            return Err(format!("/{key} missing"));
+        };
+        if key == "resultType" {
+            if o != k {
+                return Err(format!("/{key} changed"));
+            }
+            continue;
+        }
+        let at = At::Member(&at, key);
+        match (key.as_str(), o, shown) {
+            ("content", Value::Array(o), Some(shown)) => within_items(o, shown, &at)?,
+            _ => within(o, k, &at)?,
+        }
+    }
+    Ok(())
+}
 /// Where a value lies in the result, as a JSON Pointer: written out only
 /// when an error names it (a path built for every member compared was
 /// most of what the check allocated).
@@ -891,29 +993,7 @@ fn within(original: &Value, kept: &Value, at: &At<'_>) -> Result<(), String> {
                 ))
             }
         }
-        (Value::Array(o), Value::Array(k)) => {
-            if k.len() > o.len() {
-                return Err(format!("{at}: array grew"));
-            }
-            // Its first elements, each within the original's; then (under
-            // `Keep::Ends`) its last, whole. Taking the first elements as
-            // far as they go loses nothing: if the last `m` are the
-            // original's, so are the last `m - 1`.
-            let first = o
-                .iter()
-                .zip(k)
-                .take_while(|(o, k)| is_replacement(o, k) || within(o, k, at).is_ok())
-                .count();
-            let last = &k[first..];
-            if last != &o[o.len() - last.len()..] {
-                let i = first;
-                within(&o[i], &k[i], &At::Item(at, i))?;
-                return Err(format!(
-                    "{at}: items from {i} on are neither within the first nor the last"
-                ));
-            }
-            Ok(())
-        }
+        (Value::Array(o), Value::Array(k)) => within_items(o, k, at),
         (Value::Object(o), Value::Object(k)) => {
             // Members of an object in `structuredContent` may be left out
             // whole; none is added, and none of a content block or of the
@@ -942,6 +1022,31 @@ fn within(original: &Value, kept: &Value, at: &At<'_>) -> Result<(), String> {
         (o, k) if o == k => Ok(()),
         _ => Err(format!("{at}: changed")),
     }
+}
+
+/// [`within`] for the items of an array.
+fn within_items(o: &[Value], k: &[Value], at: &At<'_>) -> Result<(), String> {
+    if k.len() > o.len() {
+        return Err(format!("{at}: array grew"));
+    }
+    // Its first elements, each within the original's; then (under
+    // `Keep::Ends`) its last, whole. Taking the first elements as far as
+    // they go loses nothing: if the last `m` are the original's, so are
+    // the last `m - 1`.
+    let first = o
+        .iter()
+        .zip(k)
+        .take_while(|(o, k)| is_replacement(o, k) || within(o, k, at).is_ok())
+        .count();
+    let last = &k[first..];
+    if last != &o[o.len() - last.len()..] {
+        let i = first;
+        within(&o[i], &k[i], &At::Item(at, i))?;
+        return Err(format!(
+            "{at}: items from {i} on are neither within the first nor the last"
+        ));
+    }
+    Ok(())
 }
 
 /// Whether `kept` is a beginning of `original`, the mark that says how

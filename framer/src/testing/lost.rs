@@ -47,7 +47,17 @@ pub fn check_nothing_lost_parsed(
     let Condensed::Cut { frame, .. } = condensed else {
         return Ok(());
     };
-    let mut after: Value = serde_json::from_slice(frame).map_err(|e| format!("output: {e}"))?;
+    let after: Value = serde_json::from_slice(frame).map_err(|e| format!("output: {e}"))?;
+    check_nothing_lost_tree(before, after, values)
+}
+
+/// [`check_nothing_lost_parsed`] on the cut frame already parsed
+/// (`after`), which it takes apart.
+pub(super) fn check_nothing_lost_tree(
+    before: &Value,
+    mut after: Value,
+    values: &[LinkedValue<'_>],
+) -> Result<(), String> {
     let mut kept = after["result"].take();
     let linked_numbers = strip_additions(&mut kept, &before["result"])?;
     let mut linked = Vec::new();
