@@ -876,7 +876,16 @@ fn check_cut(
             frame.len()
         ));
     }
-    within_result(original_result, result_object, shown)
+    // The pointers the marker lists, when it lists them all (its slot
+    // may end first): every value cut must be among them.
+    let listed: Option<Vec<String>> = marker["cut"].as_array().and_then(|cut| {
+        let pointers: Vec<String> = cut
+            .iter()
+            .filter_map(|p| p.as_str().map(String::from))
+            .collect();
+        (Some(pointers.len() as u64) == marker["cutCount"].as_u64()).then_some(pointers)
+    });
+    within_result(original_result, result_object, shown, listed.as_deref())
         .map_err(|e| format!("{e}\n{}", String::from_utf8_lossy(frame)))?;
     // Mirrors are cut alike.
     if let (Some(Value::Array(content)), Some(Value::Object(structured))) = (
@@ -919,6 +928,7 @@ fn within_result(
     original: &Value,
     kept: &Map<String, Value>,
     shown: Option<&[Value]>,
+    listed: Listed<'_>,
 ) -> Result<(), String> {
     let Value::Object(original) = original else {
         return Err(": changed".into());
@@ -946,8 +956,8 @@ fn within_result(
         }
         let at = At::Member(&at, key);
         match (key.as_str(), o, shown) {
-            ("content", Value::Array(o), Some(shown)) => within_items(o, shown, &at)?,
-            _ => within(o, k, &at)?,
+            ("content", Value::Array(o), Some(shown)) => within_items(o, shown, &at, listed)?,
+            _ => within(o, k, &at, listed)?,
         }
     }
     Ok(())
@@ -982,18 +992,34 @@ impl core::fmt::Display for At<'_> {
     }
 }
 
-fn within(original: &Value, kept: &Value, at: &At<'_>) -> Result<(), String> {
+/// The pointers a marker lists as cut, or `None` if its list stopped
+/// short of `cutCount`.
+type Listed<'a> = Option<&'a [String]>;
+
+/// Whether the value at `at`, cut, is listed (or the list is not whole).
+fn listed_cut(at: &At<'_>, listed: Listed<'_>) -> Result<(), String> {
+    match listed {
+        Some(pointers) if !pointers.iter().any(|p| *p == at.to_string()) => {
+            Err(format!("{at}: cut, but not in the marker's list"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn within(original: &Value, kept: &Value, at: &At<'_>, listed: Listed<'_>) -> Result<(), String> {
     match (original, kept) {
         (Value::String(o), Value::String(k)) => {
-            if o.starts_with(k.as_str()) || kept_ends(o, k) {
+            if o == k {
                 Ok(())
+            } else if o.starts_with(k.as_str()) || kept_ends(o, k) {
+                listed_cut(at, listed)
             } else {
                 Err(format!(
                     "{at}: neither a prefix nor a beginning, a true mark and an end"
                 ))
             }
         }
-        (Value::Array(o), Value::Array(k)) => within_items(o, k, at),
+        (Value::Array(o), Value::Array(k)) => within_items(o, k, at, listed),
         (Value::Object(o), Value::Object(k)) => {
             // Members of an object in `structuredContent` may be left out
             // whole; none is added, and none of a content block or of the
@@ -1015,7 +1041,7 @@ fn within(original: &Value, kept: &Value, at: &At<'_>) -> Result<(), String> {
                     }
                     continue;
                 }
-                within(o, k, &At::Member(at, key))?;
+                within(o, k, &At::Member(at, key), listed)?;
             }
             Ok(())
         }
@@ -1025,9 +1051,12 @@ fn within(original: &Value, kept: &Value, at: &At<'_>) -> Result<(), String> {
 }
 
 /// [`within`] for the items of an array.
-fn within_items(o: &[Value], k: &[Value], at: &At<'_>) -> Result<(), String> {
+fn within_items(o: &[Value], k: &[Value], at: &At<'_>, listed: Listed<'_>) -> Result<(), String> {
     if k.len() > o.len() {
         return Err(format!("{at}: array grew"));
+    }
+    if k.len() < o.len() {
+        listed_cut(at, listed)?;
     }
     // Its first elements, each within the original's; then (under
     // `Keep::Ends`) its last, whole. Taking the first elements as far as
@@ -1036,12 +1065,15 @@ fn within_items(o: &[Value], k: &[Value], at: &At<'_>) -> Result<(), String> {
     let first = o
         .iter()
         .zip(k)
-        .take_while(|(o, k)| is_replacement(o, k) || within(o, k, at).is_ok())
+        .enumerate()
+        .take_while(|(i, (o, k))| {
+            is_replacement(o, k) || within(o, k, &At::Item(at, *i), listed).is_ok()
+        })
         .count();
     let last = &k[first..];
     if last != &o[o.len() - last.len()..] {
         let i = first;
-        within(&o[i], &k[i], &At::Item(at, i))?;
+        within(&o[i], &k[i], &At::Item(at, i), listed)?;
         return Err(format!(
             "{at}: items from {i} on are neither within the first nor the last"
         ));

@@ -972,3 +972,133 @@ fn linked_case_holds(seed: u64, budget: usize) -> Condensed {
     check_nothing_lost(&line, &outcome, &spilled).unwrap_or_else(|e| panic!("{e}"));
     outcome
 }
+
+/// The condensed check refuses each wrong edit a broken condenser could
+/// make to a cut result: a test of the oracle itself, so that a change to
+/// how it reads the result (it reads the tree in place, passing over the
+/// marker, the notice and the links) cannot quietly accept more.
+#[test]
+fn the_condensed_check_refuses_each_wrong_edit() {
+    use drainpipe_framer::budget::MARKER_KEY;
+    // The frame of `v`, its marker's `keptBytes` made true again, so that
+    // only the edit is wrong.
+    fn written(v: &mut Value) -> Vec<u8> {
+        let mut out = serde_json::to_vec(v).expect("serialises");
+        for _ in 0..3 {
+            if let Some(marker) = v
+                .pointer_mut("/result/_meta")
+                .and_then(|m| m.get_mut(MARKER_KEY))
+            {
+                marker["keptBytes"] = json!(out.len());
+            }
+            out = serde_json::to_vec(v).expect("serialises");
+        }
+        out
+    }
+    // A response whose first block is a text the condenser cut.
+    let (line, budget, outcome) = (0..1_000u64)
+        .find_map(|seed| {
+            let line = tool_response_scaled(&mut Rng::new(seed), 20);
+            let budget = MIN_CONDENSE_BUDGET + line.len() / 8;
+            let outcome = condense_split(&line, budget, &[]).ok()?;
+            if outcome == Condensed::Unchanged {
+                return None;
+            }
+            let original: Value = serde_json::from_slice(&line).ok()?;
+            let cut = frame(&outcome);
+            let text_at = "/result/content/0/text";
+            let first_cut = original.pointer(text_at).and_then(Value::as_str)
+                != cut.pointer(text_at).and_then(Value::as_str)
+                && cut.pointer(text_at).and_then(Value::as_str).is_some();
+            first_cut.then_some((line, budget, outcome))
+        })
+        .expect("a seed whose first text is cut");
+    let Condensed::Cut {
+        original_bytes,
+        cuts,
+        ..
+    } = &outcome
+    else {
+        unreachable!("found cut");
+    };
+    let with_frame = |frame: Vec<u8>| Condensed::Cut {
+        frame,
+        original_bytes: *original_bytes,
+        cuts: *cuts,
+        links: None,
+    };
+    // Unedited, it passes (a check that refuses everything proves nothing).
+    let mut unedited = frame(&outcome);
+    check_condensed(&line, budget, &with_frame(written(&mut unedited)))
+        .unwrap_or_else(|e| panic!("unedited: {e}"));
+    type Edit = fn(&mut Value);
+    let edits: [(&str, Edit, &str); 8] = [
+        (
+            "a kept text that is not a beginning of the original",
+            |v| {
+                let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
+                v["result"]["content"][0]["text"] = json!(format!("~{text}"));
+            },
+            "/content/0/text: neither a prefix",
+        ),
+        (
+            "the id changed",
+            |v| v["id"] = json!("other"),
+            "top-level id changed",
+        ),
+        (
+            "a member added to the result",
+            |v| v["result"]["added"] = json!(1),
+            ": members added",
+        ),
+        (
+            "the notice left out",
+            |v| {
+                let content = v["result"]["content"].as_array_mut().expect("content");
+                content.pop();
+            },
+            "not the notice",
+        ),
+        (
+            "the marker left out",
+            |v| {
+                v["result"]["_meta"]
+                    .as_object_mut()
+                    .expect("_meta")
+                    .remove(MARKER_KEY);
+            },
+            "no marker",
+        ),
+        (
+            "a member added to _meta",
+            |v| v["result"]["_meta"]["added"] = json!(1),
+            "_meta",
+        ),
+        (
+            "a block left out",
+            |v| {
+                let content = v["result"]["content"].as_array_mut().expect("content");
+                content.remove(0);
+            },
+            "/content",
+        ),
+        (
+            "no cut counted",
+            |v| v["result"]["_meta"][MARKER_KEY]["cutCount"] = json!(0),
+            "cutCount",
+        ),
+    ];
+    for (what, edit, says) in edits {
+        let mut edited = frame(&outcome);
+        edit(&mut edited);
+        let error =
+            check_condensed(&line, budget, &with_frame(written(&mut edited))).expect_err(what);
+        assert!(error.contains(says), "{what}: {error}");
+    }
+    // And a marker that misstates the frame's size.
+    let mut misstated = frame(&outcome);
+    let mut bytes = written(&mut misstated);
+    bytes.push(b' ');
+    let error = check_condensed(&line, budget, &with_frame(bytes)).expect_err("misstated");
+    assert!(error.contains("marker sizes"), "{error}");
+}
