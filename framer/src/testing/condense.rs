@@ -201,239 +201,228 @@ impl LadderCheck {
             keep,
             larger: larger_rungs,
         } = *self;
-        check_ladder_parsed(line, before, clip, lengths, linked, keep, larger_rungs)
-    }
-}
-
-fn check_ladder_parsed(
-    line: &[u8],
-    before: &Value,
-    clip: Clip,
-    lengths: &[usize],
-    linked: bool,
-    keep: Keep,
-    larger_rungs: LargerRungs,
-) -> Result<(), String> {
-    let rungs = clip.rungs();
-    let mut ladder = Ladder::for_clip(clip)
-        .map_err(|e| e.to_string())?
-        .keeping(keep);
-    if linked {
-        ladder = ladder.with_links().map_err(|e| e.to_string())?;
-    }
-    let mut raws: Vec<Vec<u8>> = Vec::new();
-    for piece in pieces(line, lengths) {
-        let fed = ladder.feed_spilling(piece, &mut |event| match event {
-            Spill::Start { .. } => raws.push(Vec::new()),
-            Spill::Raw { bytes, .. } => {
-                if let Some(raw) = raws.last_mut() {
-                    raw.extend_from_slice(bytes);
-                }
-            }
-            Spill::End { .. } => {}
-        });
-        if let Err(e) = fed {
-            return Err(e.to_string());
-        }
-    }
-    // Each frame is measured once: the larger rungs condensed alone below
-    // mostly give frames the ladder measured, byte for byte (the size is a
-    // function of the bytes, so the check loses nothing by it).
-    let measured: core::cell::RefCell<Vec<(Vec<u8>, Option<u64>)>> = Default::default();
-    let size = |frame: &[u8]| {
-        let known = measured
-            .borrow()
-            .iter()
-            .find_map(|(seen, size)| (seen.as_slice() == frame).then_some(*size));
-        known.unwrap_or_else(|| {
-            let size = measure(clip, frame);
-            measured.borrow_mut().push((frame.to_vec(), size));
-            size
-        })
-    };
-    let fits = |frame: &[u8]| size(frame).is_some_and(|n| n <= clip.amount as u64);
-    // What the ladder is told: the frame before its links are filled in,
-    // and the units the link sentence may add.
-    let fits_before = |frame: &[u8], to_come: usize| {
-        size(frame).is_some_and(|n| n + to_come as u64 <= clip.amount as u64)
-    };
-    let (mut outcome, budget) = ladder
-        .finish_rung(&mut |frame, to_come| fits_before(frame, to_come))
-        .map_err(|e| e.to_string())?;
-    let taken = match &mut outcome {
-        Condensed::Unchanged => {
-            if !fits(line) {
-                return Err("unchanged but not within the amount".into());
-            }
-            None
-        }
-        Condensed::Cut { frame, links, .. } => {
-            if let Some(links) = links {
-                let uris: Vec<String> = (0..raws.len()).map(|n| format!("test://v/{n}")).collect();
-                links.fill(frame, "read it with test://", |value| {
-                    let n = value.value as usize;
-                    Some(Link {
-                        uri: uris.get(n)?,
-                        size: raws[n].len() as u64,
-                    })
-                });
-                let mut after: Option<Value> = None;
-                for value in links.values() {
-                    let Some(raw) = raws.get(value.value as usize) else {
-                        continue;
-                    };
-                    let at = before["result"].pointer(&value.pointer);
-                    let decoded: Option<String> =
-                        serde_json::from_slice(&[b"\"".as_slice(), raw, b"\""].concat()).ok();
-                    if value.complete
-                        && value.kind == SpillKind::Text
-                        && at.and_then(Value::as_str) != decoded.as_deref()
-                    {
-                        return Err(format!("link {} points at another value", value.pointer));
-                    }
-                    if let SpillKind::Elements { first } = value.kind
-                        && value.complete
-                    {
-                        let one_line = !line.contains(&b'\n');
-                        check_rest(before, &value.pointer, first, raw, one_line)?;
-                        // The elements before `first` are in the result.
-                        // (The filled frame, parsed once for every rest.)
-                        if after.is_none() {
-                            after = Some(serde_json::from_slice(frame).map_err(|e| e.to_string())?);
-                        }
-                        let kept = after.as_ref().expect("parsed above")["result"]
-                            .pointer(&value.pointer)
-                            .and_then(Value::as_array)
-                            .map_or(0, Vec::len);
-                        if !value.pointer.is_empty() && (kept as u64) < first {
-                            return Err(format!(
-                                "{}: {kept} items kept, the rest linked from item {first}",
-                                value.pointer
-                            ));
-                        }
-                    }
-                }
-            }
-            Some(frame.clone())
-        }
-    };
-    match &outcome {
-        Condensed::Cut {
-            links: Some(links), ..
-        } => {
-            let values: Vec<super::lost::LinkedValue<'_>> = links
-                .values()
-                .iter()
-                .filter_map(|v| Some((v, raws.get(v.value as usize)?.as_slice())))
-                .collect();
-            check_linked_parsed(line, before, budget, &outcome, &values)?;
-        }
-        _ => check_condensed_parsed(line, before, budget, &outcome)?,
-    }
-    if let Some(frame) = &taken
-        && budget != rungs[0]
-        && !fits(frame)
-    {
-        return Err(format!("the rung of {budget} bytes is over {clip}"));
-    }
-    // Where the spilling rung (the smallest that can keep links) left each
-    // array's rest: a rung that kept fewer of its elements is not taken.
-    // (Condensed when a larger rung's result has links to compare.)
-    let spilling_rung = || -> Result<Vec<Spilled>, String> {
-        let mut reported = Vec::new();
-        if let Some(&smallest) = rungs.iter().find(|&&b| b >= MIN_LINKED_BUDGET) {
-            let mut spiller = Condenser::new(smallest)
-                .and_then(Condenser::with_links)
-                .map_err(|e| e.to_string())?
-                .keeping(keep);
-            spiller.feed(line).map_err(|e| e.to_string())?;
-            if let Ok(Condensed::Cut {
-                links: Some(links), ..
-            }) = spiller.finish()
-            {
-                reported.extend(links.values().iter().cloned());
-            }
-        }
-        Ok(reported)
-    };
-    let mut reported: Option<Vec<Spilled>> = None;
-    // A rung is taken only if what it cut is linked once its values are
-    // numbered as the spilling rung's: each has a counterpart there (a
-    // rest from no later), or lies in such a rest of one of its arrays.
-    let covered = |reported: &[Spilled], links: &Option<crate::budget::Links>| {
-        let Some(links) = links else {
-            return true;
-        };
-        let theirs = |v: &Spilled| {
-            reported.iter().find(|r| {
-                !r.pointer.is_empty()
-                    && r.pointer == v.pointer
-                    && core::mem::discriminant(&r.kind) == core::mem::discriminant(&v.kind)
-            })
-        };
-        let rests: Vec<(String, u64)> = links
-            .values()
-            .iter()
-            .filter_map(|v| match theirs(v)?.kind {
-                SpillKind::Elements { first } => Some((v.pointer.clone(), first)),
-                _ => None,
-            })
-            .collect();
-        links.values().iter().all(|v| {
-            let linked = match (v.kind.first(), theirs(v).map(|r| r.kind)) {
-                (Some(first), Some(kind)) => kind.first().is_some_and(|t| t <= first),
-                (_, found) => found.is_some(),
-            };
-            linked
-                || rests.iter().any(|(array, first)| {
-                    let item = v
-                        .pointer
-                        .strip_prefix(array.as_str())
-                        .and_then(|p| p.strip_prefix('/')?.split('/').next()?.parse::<u64>().ok());
-                    item.is_some_and(|i| i >= *first)
-                })
-        })
-    };
-    // No larger rung fits, condensed alone as the ladder did.
-    let mut larger: Vec<usize> = rungs.iter().copied().filter(|&b| b > budget).collect();
-    if let LargerRungs::Two(n) = larger_rungs
-        && larger.len() > 2
-    {
-        larger = vec![larger[0], larger[1 + n % (larger.len() - 1)]];
-    }
-    let mut line_fits: Option<bool> = None;
-    for larger in larger {
-        let mut alone = Condenser::new(larger)
+        let rungs = clip.rungs();
+        let mut ladder = Ladder::for_clip(clip)
             .map_err(|e| e.to_string())?
-            .stating(clip)
             .keeping(keep);
         if linked {
-            alone = alone.with_links().map_err(|e| e.to_string())?;
+            ladder = ladder.with_links().map_err(|e| e.to_string())?;
         }
-        alone.feed(line).map_err(|e| e.to_string())?;
-        let fitting = match alone.finish().map_err(|e| e.to_string())? {
-            Condensed::Cut { frame, links, .. } => {
-                if linked && links.is_some() && reported.is_none() {
-                    reported = Some(spilling_rung()?);
+        let mut raws: Vec<Vec<u8>> = Vec::new();
+        for piece in pieces(line, lengths) {
+            let fed = ladder.feed_spilling(piece, &mut |event| match event {
+                Spill::Start { .. } => raws.push(Vec::new()),
+                Spill::Raw { bytes, .. } => {
+                    if let Some(raw) = raws.last_mut() {
+                        raw.extend_from_slice(bytes);
+                    }
                 }
-                covered(reported.as_deref().unwrap_or_default(), &links)
-                    && fits_before(&frame, if links.is_some() { LINK_NOTICE } else { 0 })
+                Spill::End { .. } => {}
+            });
+            if let Err(e) = fed {
+                return Err(e.to_string());
             }
-            // (Every rung that cuts nothing offers the line: measured once.)
-            Condensed::Unchanged => *line_fits.get_or_insert_with(|| fits(line)),
-        };
-        if fitting {
-            return Err(format!("the larger rung of {larger} bytes fits {clip} too"));
         }
+        // Each frame is measured once: the larger rungs condensed alone below
+        // mostly give frames the ladder measured, byte for byte (the size is a
+        // function of the bytes, so the check loses nothing by it).
+        let measured: core::cell::RefCell<Vec<(Vec<u8>, Option<u64>)>> = Default::default();
+        let size = |frame: &[u8]| {
+            let known = measured
+                .borrow()
+                .iter()
+                .find_map(|(seen, size)| (seen.as_slice() == frame).then_some(*size));
+            known.unwrap_or_else(|| {
+                let size = measure(clip, frame);
+                measured.borrow_mut().push((frame.to_vec(), size));
+                size
+            })
+        };
+        let fits = |frame: &[u8]| size(frame).is_some_and(|n| n <= clip.amount as u64);
+        // What the ladder is told: the frame before its links are filled in,
+        // and the units the link sentence may add.
+        let fits_before = |frame: &[u8], to_come: usize| {
+            size(frame).is_some_and(|n| n + to_come as u64 <= clip.amount as u64)
+        };
+        let (mut outcome, budget) = ladder
+            .finish_rung(&mut |frame, to_come| fits_before(frame, to_come))
+            .map_err(|e| e.to_string())?;
+        let taken = match &mut outcome {
+            Condensed::Unchanged => {
+                if !fits(line) {
+                    return Err("unchanged but not within the amount".into());
+                }
+                None
+            }
+            Condensed::Cut { frame, links, .. } => {
+                if let Some(links) = links {
+                    let uris: Vec<String> =
+                        (0..raws.len()).map(|n| format!("test://v/{n}")).collect();
+                    links.fill(frame, "read it with test://", |value| {
+                        let n = value.value as usize;
+                        Some(Link {
+                            uri: uris.get(n)?,
+                            size: raws[n].len() as u64,
+                        })
+                    });
+                    let mut after: Option<Value> = None;
+                    for value in links.values() {
+                        let Some(raw) = raws.get(value.value as usize) else {
+                            continue;
+                        };
+                        let at = before["result"].pointer(&value.pointer);
+                        let decoded: Option<String> =
+                            serde_json::from_slice(&[b"\"".as_slice(), raw, b"\""].concat()).ok();
+                        if value.complete
+                            && value.kind == SpillKind::Text
+                            && at.and_then(Value::as_str) != decoded.as_deref()
+                        {
+                            return Err(format!("link {} points at another value", value.pointer));
+                        }
+                        if let SpillKind::Elements { first } = value.kind
+                            && value.complete
+                        {
+                            let one_line = !line.contains(&b'\n');
+                            check_rest(before, &value.pointer, first, raw, one_line)?;
+                            // The elements before `first` are in the result.
+                            // (The filled frame, parsed once for every rest.)
+                            if after.is_none() {
+                                after =
+                                    Some(serde_json::from_slice(frame).map_err(|e| e.to_string())?);
+                            }
+                            let kept = after.as_ref().expect("parsed above")["result"]
+                                .pointer(&value.pointer)
+                                .and_then(Value::as_array)
+                                .map_or(0, Vec::len);
+                            if !value.pointer.is_empty() && (kept as u64) < first {
+                                return Err(format!(
+                                    "{}: {kept} items kept, the rest linked from item {first}",
+                                    value.pointer
+                                ));
+                            }
+                        }
+                    }
+                }
+                Some(frame.clone())
+            }
+        };
+        match &outcome {
+            Condensed::Cut {
+                links: Some(links), ..
+            } => {
+                let values: Vec<super::lost::LinkedValue<'_>> = links
+                    .values()
+                    .iter()
+                    .filter_map(|v| Some((v, raws.get(v.value as usize)?.as_slice())))
+                    .collect();
+                check_linked_parsed(line, before, budget, &outcome, &values)?;
+            }
+            _ => check_condensed_parsed(line, before, budget, &outcome)?,
+        }
+        if let Some(frame) = &taken
+            && budget != rungs[0]
+            && !fits(frame)
+        {
+            return Err(format!("the rung of {budget} bytes is over {clip}"));
+        }
+        // Where the spilling rung (the smallest that can keep links) left each
+        // array's rest: a rung that kept fewer of its elements is not taken.
+        // (Condensed when a larger rung's result has links to compare.)
+        let spilling_rung = || -> Result<Vec<Spilled>, String> {
+            let mut reported = Vec::new();
+            if let Some(&smallest) = rungs.iter().find(|&&b| b >= MIN_LINKED_BUDGET) {
+                let mut spiller = Condenser::new(smallest)
+                    .and_then(Condenser::with_links)
+                    .map_err(|e| e.to_string())?
+                    .keeping(keep);
+                spiller.feed(line).map_err(|e| e.to_string())?;
+                if let Ok(Condensed::Cut {
+                    links: Some(links), ..
+                }) = spiller.finish()
+                {
+                    reported.extend(links.values().iter().cloned());
+                }
+            }
+            Ok(reported)
+        };
+        let mut reported: Option<Vec<Spilled>> = None;
+        // A rung is taken only if what it cut is linked once its values are
+        // numbered as the spilling rung's: each has a counterpart there (a
+        // rest from no later), or lies in such a rest of one of its arrays.
+        let covered = |reported: &[Spilled], links: &Option<crate::budget::Links>| {
+            let Some(links) = links else {
+                return true;
+            };
+            let theirs = |v: &Spilled| {
+                reported.iter().find(|r| {
+                    !r.pointer.is_empty()
+                        && r.pointer == v.pointer
+                        && core::mem::discriminant(&r.kind) == core::mem::discriminant(&v.kind)
+                })
+            };
+            let rests: Vec<(String, u64)> = links
+                .values()
+                .iter()
+                .filter_map(|v| match theirs(v)?.kind {
+                    SpillKind::Elements { first } => Some((v.pointer.clone(), first)),
+                    _ => None,
+                })
+                .collect();
+            links.values().iter().all(|v| {
+                let linked = match (v.kind.first(), theirs(v).map(|r| r.kind)) {
+                    (Some(first), Some(kind)) => kind.first().is_some_and(|t| t <= first),
+                    (_, found) => found.is_some(),
+                };
+                linked
+                    || rests.iter().any(|(array, first)| {
+                        let item = v.pointer.strip_prefix(array.as_str()).and_then(|p| {
+                            p.strip_prefix('/')?.split('/').next()?.parse::<u64>().ok()
+                        });
+                        item.is_some_and(|i| i >= *first)
+                    })
+            })
+        };
+        // No larger rung fits, condensed alone as the ladder did.
+        let mut larger: Vec<usize> = rungs.iter().copied().filter(|&b| b > budget).collect();
+        if let LargerRungs::Two(n) = larger_rungs
+            && larger.len() > 2
+        {
+            larger = vec![larger[0], larger[1 + n % (larger.len() - 1)]];
+        }
+        let mut line_fits: Option<bool> = None;
+        for larger in larger {
+            let mut alone = Condenser::new(larger)
+                .map_err(|e| e.to_string())?
+                .stating(clip)
+                .keeping(keep);
+            if linked {
+                alone = alone.with_links().map_err(|e| e.to_string())?;
+            }
+            alone.feed(line).map_err(|e| e.to_string())?;
+            let fitting = match alone.finish().map_err(|e| e.to_string())? {
+                Condensed::Cut { frame, links, .. } => {
+                    if linked && links.is_some() && reported.is_none() {
+                        reported = Some(spilling_rung()?);
+                    }
+                    covered(reported.as_deref().unwrap_or_default(), &links)
+                        && fits_before(&frame, if links.is_some() { LINK_NOTICE } else { 0 })
+                }
+                // (Every rung that cuts nothing offers the line: measured once.)
+                Condensed::Unchanged => *line_fits.get_or_insert_with(|| fits(line)),
+            };
+            if fitting {
+                return Err(format!("the larger rung of {larger} bytes fits {clip} too"));
+            }
+        }
+        // The smallest rung is within the amount in any unit.
+        if budget == rungs[0]
+            && let Some(frame) = &taken
+            && !fits(frame)
+        {
+            return Err(format!("the smallest rung is over {clip}"));
+        }
+        Ok(())
     }
-    // The smallest rung is within the amount in any unit.
-    if budget == rungs[0]
-        && let Some(frame) = &taken
-        && !fits(frame)
-    {
-        return Err(format!("the smallest rung is over {clip}"));
-    }
-    Ok(())
 }
 
 /// A value reported for spilling, with the raw bytes reported for it.
