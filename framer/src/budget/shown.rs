@@ -19,6 +19,7 @@ use alloc::borrow::Cow;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
+use core::marker::PhantomData;
 
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
@@ -81,9 +82,9 @@ struct Resource<'a>(Option<Cow<'a, str>>);
 #[derive(Default)]
 struct Text<'a>(Option<Cow<'a, str>>);
 
-/// A value read and dropped.
+/// A value read and dropped. (The lifetime only fits it to [`reader!`].)
 #[derive(Default)]
-struct Skip;
+struct Skip<'a>(PhantomData<&'a ()>);
 
 /// Every reader goes through `deserialize_any`, as `Value` does: a number
 /// out of range or a bad string fails the line alike, at the same depth.
@@ -180,39 +181,7 @@ fn last_of<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
     Ok(value)
 }
 
-// (`Skip` has no lifetime; the reader macro wants one.)
-struct SkipVisitor;
-
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(SkipVisitor)
-    }
-}
-
-impl<'de> Visitor<'de> for SkipVisitor {
-    type Value = Skip;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-    reader!(@str);
-    reader!(@seq);
-    reader!(@map);
-}
+reader!(Skip, SkipVisitor, "any JSON value", [str, seq, map],);
 
 reader!(
     Text,
